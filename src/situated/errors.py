@@ -1,0 +1,61 @@
+"""Exceptions raised by situated.
+
+Two families, as callers need to tell them apart: `UsageError` is a mistake in how the library was
+called (fix the call); `SituatedRuntimeError` is a failure of something the library depends on
+(retry, or look at `health`).
+"""
+
+from __future__ import annotations
+
+
+class SituatedError(Exception):
+    """Base class for every error situated raises."""
+
+
+class UsageError(SituatedError):
+    """The caller passed something situated cannot accept."""
+
+
+class InvalidInput(UsageError, ValueError):
+    """A value failed validation; `field` names the offending field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class ConditionSyntaxError(InvalidInput):
+    """A condition string could not be parsed."""
+
+
+class NotFound(UsageError, LookupError):
+    """No memory, recall or event with that id is visible to this principal."""
+
+
+class PermissionDenied(UsageError):
+    """The principal is not allowed to perform this operation."""
+
+
+class FeedbackConflict(UsageError):
+    """Feedback for this recall was already given with a different outcome."""
+
+
+class EmbedderMismatch(UsageError):
+    """The store holds vectors from a different embedding model than the one supplied."""
+
+
+class UnknownPlugin(UsageError, KeyError):
+    """No embedder, reconstructor or gate is registered under that name."""
+
+
+class SituatedRuntimeError(SituatedError, RuntimeError):
+    """A dependency of situated failed at run time."""
+
+
+class StoreBusy(SituatedRuntimeError):
+    """The database stayed locked by other writers beyond the retry budget."""
+
+
+class ModelError(SituatedRuntimeError):
+    """A model endpoint timed out, failed, or returned output that does not validate."""
