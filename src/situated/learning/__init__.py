@@ -1,0 +1,1 @@
+"""Learning from outcomes: utility rates and lifecycle transitions."""

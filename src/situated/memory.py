@@ -1,0 +1,540 @@
+"""`Memory`: the public API over the store, the embedder and the recall pipeline."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from situated.conditions import parse_condition
+from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
+from situated.errors import InvalidInput, NotFound, PermissionDenied, UsageError
+from situated.learning.lifecycle import LifecycleRules
+from situated.models import (
+    OPEN_END,
+    Authority,
+    Classification,
+    FactValue,
+    Kind,
+    LifecycleState,
+    MemoryRecord,
+    Outcome,
+    Principal,
+    Scope,
+    Source,
+    State,
+    Validity,
+    content_fingerprint,
+    parse_authority,
+    parse_kind,
+    to_epoch,
+    utcnow,
+    validate_input,
+)
+from situated.recall.briefing import Briefing
+from situated.recall.eligible import Eligibility
+from situated.recall.pipeline import RecallRequest, run_recall
+from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
+from situated.store.ledger import Credit, EventType, LedgerEvent
+from situated.store.sqlite import RebuildReport, Store
+from situated.write.promotion import AutoPromote, PromotionPolicy
+
+TimeLike = datetime | float | int | str | None
+MAX_K = 100
+MAX_BUDGET_TOKENS = 32_000
+
+
+@dataclass(frozen=True)
+class FeedbackResult:
+    """What one feedback call changed."""
+
+    recall_id: str
+    credited: tuple[str, ...]
+    blamed: tuple[str, ...]
+    exposed: tuple[str, ...]
+    transitions: tuple[tuple[str, str], ...] = ()
+    duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Counts visible to one principal."""
+
+    tenant: str
+    memories_by_state: dict[str, int]
+    recalls: int
+    feedback: int
+    ledger_events: int
+    embedder: str | None
+    reconstructor: str
+    maintenance_failures: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Health:
+    """Whether the store is sound: integrity, vectors, ledger replay, failures."""
+
+    ok: bool
+    integrity: str
+    orphan_records: int
+    ledger_mismatches: int
+    failures: dict[str, int]
+    migrations: tuple[str, ...]
+    path: str
+
+
+class Memory:
+    """Experience memory compiled at recall.
+
+    Args:
+        path: the SQLite file (created if absent). One file holds everything.
+        embedder: an `Embedder` or a registered name (default: the shipped static model).
+        reconstructor: a `Reconstructor` or a registered name (default: `rules`).
+        promotion: decides whether a proposal is promoted at once or held for review.
+        lifecycle: thresholds for demotion and revival.
+    """
+
+    def __init__(
+        self,
+        path: str | Path = "situated.db",
+        *,
+        embedder: str | Embedder = DEFAULT_EMBEDDER,
+        reconstructor: str | Reconstructor = "rules",
+        promotion: PromotionPolicy | None = None,
+        lifecycle: LifecycleRules | None = None,
+    ) -> None:
+        self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
+        self.reconstructor = (
+            get_reconstructor(reconstructor) if isinstance(reconstructor, str) else reconstructor
+        )
+        self.promotion: PromotionPolicy = promotion or AutoPromote()
+        self.lifecycle = lifecycle or LifecycleRules()
+        self.store = Store(path)
+        ref = self.store.embedder_ref()
+        if ref is not None and ref != self.embedder.model_ref:
+            self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)  # raises
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def add(
+        self,
+        content: str,
+        *,
+        principal: Principal,
+        kind: Kind | str = Kind.LESSON,
+        namespace: str = "default",
+        state: State | str | None = None,
+        action: str | None = None,
+        success: bool | None = None,
+        reward: float | None = None,
+        episode_id: str | None = None,
+        step: int | None = None,
+        evidence: Sequence[str] = (),
+        conditions: Sequence[str] = (),
+        entity: str | None = None,
+        attribute: str | None = None,
+        value: FactValue = None,
+        multi_valued: bool = False,
+        roles: Iterable[str] = (),
+        classification: Classification | str = Classification.INTERNAL,
+        consent: str | None = None,
+        authority: Authority | str = Authority.INFERRED,
+        valid_from: TimeLike = None,
+        valid_until: TimeLike = None,
+        policy_version: str | None = None,
+    ) -> MemoryRecord:
+        """Propose a memory; the promotion policy decides whether it becomes recallable.
+
+        Everything is validated before anything is written: bad input raises `InvalidInput`
+        naming the field and leaves the store untouched. An exact duplicate of a stored memory
+        is not added again: the existing one is reinforced (a ledger event) and returned.
+
+        Returns:
+            The stored record (state ACTIVE if promoted, PROPOSED if held for review).
+        """
+        rec = self._build(
+            content, principal, kind, namespace, state, action, success, reward, episode_id,
+            step, evidence, conditions, entity, attribute, value, multi_valued, roles,
+            classification, consent, authority, valid_from, valid_until, policy_version,
+        )
+        src_text = rec.source.state.describe() if rec.source.state else ""
+        content_vec, state_vec = self.embedder.embed([rec.content, src_text or rec.content])
+        self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
+        actor = principal.name
+        with self.store.transaction():
+            twin = self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint)
+            if twin is not None:
+                self.store.append_event(
+                    twin.id, EventType.REINFORCED, actor, "exact duplicate proposed again",
+                    {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id},
+                )
+                return self.store.content_of(twin.id)
+            self.store.insert(
+                rec, {"content": content_vec, "state": state_vec}, actor, "proposed via add"
+            )
+            decision = self.promotion.decide(rec)
+            if decision.promote:
+                self.store.append_event(rec.id, EventType.PROMOTED, actor, decision.reason)
+                self._supersede_same_key(rec, actor)
+            return self.store.content_of(rec.id)
+
+    def _build(
+        self, content: str, principal: Principal, kind: Kind | str, namespace: str,
+        state: State | str | None, action: str | None, success: bool | None,
+        reward: float | None, episode_id: str | None, step: int | None,
+        evidence: Sequence[str], conditions: Sequence[str], entity: str | None,
+        attribute: str | None, value: FactValue, multi_valued: bool, roles: Iterable[str],
+        classification: Classification | str, consent: str | None,
+        authority: Authority | str, valid_from: TimeLike, valid_until: TimeLike,
+        policy_version: str | None,
+    ) -> MemoryRecord:
+        if not isinstance(principal, Principal):
+            raise InvalidInput("principal", "a Principal is required")
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidInput("content", "must be a non-empty string")
+        if len(content) > 8000:
+            raise InvalidInput("content", "longer than 8000 characters")
+        k = parse_kind(kind)
+        if isinstance(state, str):
+            state = State(state)
+        if state is not None and not isinstance(state, State):
+            raise InvalidInput("state", "must be a State, a string or None")
+        if isinstance(conditions, str):
+            raise InvalidInput("conditions", "must be a list of condition strings")
+        for c in conditions:
+            parse_condition(c)
+        if k is Kind.FACT and (not entity or not attribute):
+            raise InvalidInput("entity", "a fact needs an entity and an attribute")
+        if (entity is None) != (attribute is None):
+            raise InvalidInput("attribute", "entity and attribute go together")
+        if isinstance(evidence, str):
+            raise InvalidInput("evidence", "must be a list of references")
+        if value is not None and not isinstance(value, str | int | float | bool):
+            raise InvalidInput("value", "must be a scalar")
+        now = utcnow()
+        start = to_epoch(valid_from, "valid_from")
+        end = to_epoch(valid_until, "valid_until")
+        start = now if start is None else start
+        end = OPEN_END if end is None else end
+        if end <= start:
+            raise InvalidInput("valid_until", "must be later than valid_from")
+        auth = parse_authority(authority)
+        unknown = state is None or state.is_empty
+        scope = validate_input(
+            "scope",
+            lambda: Scope(
+                tenant=principal.tenant, namespace=namespace, roles=frozenset(roles),
+                classification=classification, consent=consent,
+            ),
+        )
+        source = validate_input(
+            "source",
+            lambda: Source(
+                state=None if unknown else state, state_unknown=unknown, action=action,
+                outcome=Outcome(success=success, reward=reward), episode_id=episode_id,
+                step=step, evidence=tuple(evidence),
+            ),
+        )
+        return validate_input(
+            "",
+            lambda: MemoryRecord(
+                id="mem_" + uuid.uuid4().hex[:16],
+                content=content.strip(),
+                kind=k,
+                source=source,
+                conditions=tuple(c.strip() for c in conditions),
+                entity=entity,
+                attribute=attribute,
+                value=value,
+                multi_valued=multi_valued,
+                scope=scope,
+                authority=auth,
+                validity=Validity(valid_from=start, valid_until=end, recorded_at=now),
+                state=LifecycleState.PROPOSED,
+                policy_version=policy_version,
+                fingerprint=content_fingerprint(scope.tenant, scope.namespace, k, content),
+                proposed_by=principal.name,
+            ),
+        )
+
+    def _supersede_same_key(self, rec: MemoryRecord, actor: str) -> None:
+        """A single-valued fact closes the validity of older facts with its (entity, attribute)."""
+        if rec.entity is None or rec.attribute is None or rec.multi_valued:
+            return
+        for old in self.store.same_key(
+            rec.scope.tenant, rec.scope.namespace, rec.entity, rec.attribute
+        ):
+            if old.id == rec.id or old.state is LifecycleState.INVALIDATED or old.multi_valued:
+                continue
+            if old.validity.valid_from > rec.validity.valid_from:
+                continue  # the older-in-world-time fact never supersedes a newer one
+            self.store.set_validity_end(old.id, rec.validity.valid_from)
+            self.store.link_supersession(old.id, rec.id)
+            self.store.append_event(
+                old.id, EventType.SUPERSEDED, actor,
+                f"newer value for ({rec.entity}, {rec.attribute})",
+                {"by": rec.id, "old_value": old.value, "new_value": rec.value},
+            )
+
+    def promote(self, memory_id: str, *, reviewer: Principal, reason: str = "approved") -> MemoryRecord:
+        """Approve a proposal held for review."""
+        return self._review(memory_id, reviewer, EventType.PROMOTED, reason)
+
+    def reject(self, memory_id: str, *, reviewer: Principal, reason: str) -> MemoryRecord:
+        """Reject a proposal held for review; it stays in the ledger, never recallable."""
+        if not reason or not reason.strip():
+            raise InvalidInput("reason", "a rejection needs a reason")
+        return self._review(memory_id, reviewer, EventType.REJECTED, reason)
+
+    def _review(
+        self, memory_id: str, reviewer: Principal, event: EventType, reason: str
+    ) -> MemoryRecord:
+        if "reviewer" not in reviewer.roles:
+            raise PermissionDenied("reviewing proposals needs the 'reviewer' role")
+        rec = self.store.get(memory_id, Eligibility.for_inspection(reviewer))
+        if rec.state is not LifecycleState.PROPOSED:
+            raise UsageError(f"{memory_id} is {rec.state.value}, not PROPOSED")
+        with self.store.transaction():
+            self.store.append_event(memory_id, event, reviewer.name, reason)
+            if event is EventType.PROMOTED:
+                self._supersede_same_key(rec, reviewer.name)
+        return self.store.content_of(memory_id)
+
+    # -- recall -----------------------------------------------------------------------------
+
+    def recall(
+        self,
+        state: State | str,
+        *,
+        principal: Principal,
+        intent: str = "",
+        namespace: str | None = None,
+        k: int = 5,
+        budget_tokens: int = 800,
+        as_of: TimeLike = None,
+        known_at: TimeLike = None,
+        policy: Policy | None = None,
+    ) -> Briefing:
+        """Compile guidance for the present state.
+
+        Args:
+            state: the present situation (text and facts).
+            principal: who asks; only memories it may read are considered.
+            intent: what the agent is trying to do, used for retrieval.
+            namespace: restrict to one namespace (task family); None searches all.
+            k: at most this many guidance items.
+            budget_tokens: the token budget of the rendered guidance.
+            as_of: world time to recall at (default now); superseded facts return for the past.
+            known_at: transaction time: only what the store had recorded by then.
+            policy: allowed tools, prohibited effects and policy version of this run.
+
+        Returns:
+            A Briefing: mode, guidance items with scores and ids, typed rejections.
+        """
+        if isinstance(state, str):
+            state = State(state)
+        if not isinstance(state, State):
+            raise InvalidInput("state", "must be a State or a string")
+        if not isinstance(principal, Principal):
+            raise InvalidInput("principal", "a Principal is required")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise InvalidInput("k", f"must be an integer from 1 to {MAX_K}")
+        if (
+            isinstance(budget_tokens, bool)
+            or not isinstance(budget_tokens, int)
+            or not 1 <= budget_tokens <= MAX_BUDGET_TOKENS
+        ):
+            raise InvalidInput("budget_tokens", f"must be an integer from 1 to {MAX_BUDGET_TOKENS}")
+        if not isinstance(intent, str) or len(intent) > 2000:
+            raise InvalidInput("intent", "must be a string of at most 2000 characters")
+        if namespace is not None:
+            validate_input("namespace", lambda: Scope(tenant="t", namespace=namespace))
+        req = RecallRequest(
+            state=state, principal=principal, intent=intent, namespace=namespace, k=k,
+            budget_tokens=budget_tokens, as_of=to_epoch(as_of, "as_of"),
+            known_at=to_epoch(known_at, "known_at"), policy=policy or Policy(),
+        )
+        if self.store.embedder_ref() is None:
+            self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
+        return run_recall(self.store, self.embedder, self.reconstructor, req)
+
+    # -- feedback ---------------------------------------------------------------------------
+
+    def feedback(
+        self,
+        recall_id: str,
+        *,
+        principal: Principal,
+        success: bool,
+        used: Iterable[str] = (),
+        reward: float | None = None,
+    ) -> FeedbackResult:
+        """Credit memories used in a success, blame those used in a failure, count exposure.
+
+        Idempotent per recall: the same feedback again changes nothing; different feedback
+        for the same recall raises `FeedbackConflict`.
+        """
+        if not isinstance(success, bool):
+            raise InvalidInput("success", "must be true or false")
+        if isinstance(used, str):
+            raise InvalidInput("used", "must be a list of memory ids")
+        used_ids = tuple(dict.fromkeys(used))
+        if reward is not None and (
+            isinstance(reward, bool) or not isinstance(reward, int | float) or reward != reward
+        ):
+            raise InvalidInput("reward", "must be a finite number")
+        recall = self.store.get_recall(recall_id, principal.tenant)
+        served = recall.served
+        foreign = [u for u in used_ids if u not in served]
+        if foreign:
+            raise InvalidInput("used", f"not served by recall {recall_id}: {', '.join(foreign)}")
+        digest = hashlib.sha256(
+            json.dumps([success, sorted(used_ids), reward]).encode()
+        ).hexdigest()
+        credited = tuple(u for u in used_ids if success)
+        blamed = tuple(u for u in used_ids if not success)
+        exposed = tuple(s for s in served if s not in used_ids)
+        transitions: list[tuple[str, str]] = []
+        with self.store.transaction():
+            previous = self.store.feedback_digest(recall_id)
+            if previous is not None:
+                if previous != digest:
+                    from situated.errors import FeedbackConflict
+
+                    raise FeedbackConflict(
+                        f"recall {recall_id} already has different feedback"
+                    )
+                return FeedbackResult(recall_id, credited, blamed, exposed, duplicate=True)
+            self.store.save_feedback(recall_id, principal.tenant, success, used_ids, reward, digest)
+            for mid, credit in (
+                [(m, Credit.CREDITED) for m in credited]
+                + [(m, Credit.BLAMED) for m in blamed]
+                + [(m, Credit.EXPOSED) for m in exposed]
+            ):
+                folded = self.store.append_event(
+                    mid, EventType.FEEDBACK, principal.name, f"{credit.value} by feedback",
+                    {"credit": credit.value, "reward": reward, "namespace": recall.namespace},
+                    recall_id=recall_id,
+                )
+                if credit is Credit.EXPOSED:
+                    continue
+                to, why = self.lifecycle.after_feedback(
+                    folded.state, folded.counters, credit is Credit.CREDITED
+                )
+                if to is not None:
+                    self.store.append_event(
+                        mid, EventType.TRANSITIONED, "situated", why,
+                        {"to": to.value, "uses": folded.counters.uses,
+                         "successes": folded.counters.successes},
+                    )
+                    transitions.append((mid, to.value))
+        return FeedbackResult(recall_id, credited, blamed, exposed, tuple(transitions))
+
+    # -- eligible reads ---------------------------------------------------------------------
+
+    def inspect(self, memory_id: str, *, principal: Principal) -> MemoryRecord:
+        """One memory the principal may read, in any lifecycle state; NotFound otherwise."""
+        return self.store.get(memory_id, Eligibility.for_inspection(principal))
+
+    def history(self, memory_id: str, *, principal: Principal) -> list[LedgerEvent]:
+        """The ledger events of one memory the principal may read, oldest first."""
+        return self.store.history(memory_id, Eligibility.for_inspection(principal))
+
+    def list(
+        self,
+        *,
+        principal: Principal,
+        namespace: str | None = None,
+        states: Iterable[LifecycleState | str] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[MemoryRecord]:
+        """Memories the principal may read, oldest first."""
+        elig = Eligibility.for_inspection(principal, namespace)
+        if states is not None:
+            try:
+                wanted = tuple(LifecycleState(str(s).upper()) for s in states)
+            except ValueError as exc:
+                raise InvalidInput("states", str(exc)) from None
+            elig = Eligibility(principal, elig.namespaces, wanted)
+        if not 1 <= limit <= 10_000:
+            raise InvalidInput("limit", "must be from 1 to 10000")
+        return self.store.list(elig, limit, max(0, offset))
+
+    def export(self, *, principal: Principal, namespace: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every memory the principal may read, as JSON-ready dicts, in pages."""
+        elig = Eligibility.for_inspection(principal, namespace)
+        offset = 0
+        while True:
+            page = self.store.list(elig, 500, offset)
+            if not page:
+                return
+            for rec in page:
+                yield rec.model_dump(mode="json")
+            offset += len(page)
+
+    def ledger(self, *, principal: Principal, limit: int = 100) -> list[LedgerEvent]:
+        """Recent ledger events the principal may see, newest first."""
+        return self.store.ledger(Eligibility.for_inspection(principal), limit)
+
+    def stats(self, *, principal: Principal) -> Stats:
+        """Counts of what this principal may see."""
+        elig = Eligibility.for_inspection(principal)
+        db = self.store.db
+        t = principal.tenant
+        recalls = db.execute("SELECT COUNT(*) FROM recalls WHERE tenant = ?", (t,)).fetchone()[0]
+        fb = db.execute("SELECT COUNT(*) FROM feedback WHERE tenant = ?", (t,)).fetchone()[0]
+        return Stats(
+            tenant=t,
+            memories_by_state=self.store.count(elig),
+            recalls=int(recalls),
+            feedback=int(fb),
+            ledger_events=len(self.store.ledger(elig, limit=1_000_000)),
+            embedder=self.store.embedder_ref(),
+            reconstructor=f"{self.reconstructor.name}@{self.reconstructor.version}",
+            maintenance_failures=self.store.failures(),
+        )
+
+    def health(self) -> Health:
+        """Integrity of the file, vectors present for every record, ledger replay, failures."""
+        report = self.store.rebuild(repair=False)
+        integrity = self.store.integrity()
+        orphans = self.store.orphans()
+        failures = self.store.failures()
+        return Health(
+            ok=integrity == "ok" and orphans == 0 and not report.mismatched,
+            integrity=integrity,
+            orphan_records=orphans,
+            ledger_mismatches=len(report.mismatched),
+            failures=failures,
+            migrations=tuple(self.store.migrations()),
+            path=self.store.path,
+        )
+
+    def rebuild(self, *, repair: bool = False) -> RebuildReport:
+        """Replay the ledger and compare (or repair) stored lifecycle states and counters."""
+        return self.store.rebuild(repair=repair)
+
+
+def _as_facts(facts: Mapping[str, FactValue] | None) -> dict[str, FactValue]:
+    return dict(facts or {})
+
+
+def _require(memory: MemoryRecord | None, memory_id: str) -> MemoryRecord:
+    if memory is None:
+        raise NotFound(f"no memory {memory_id}")
+    return memory

@@ -1,0 +1,402 @@
+"""The typed records situated stores: a memory with its origin, scope, validity and lifecycle.
+
+Inputs are pydantic models, validated at the boundary; `validate_input` turns pydantic's report
+into one `InvalidInput` naming the first offending field, so bad input never reaches the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import IntEnum, StrEnum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from situated.errors import InvalidInput
+
+FactValue = str | int | float | bool | None
+"""A state fact is flat: a scalar, never a nested structure."""
+
+OPEN_END = 253402300799.0
+"""The sentinel `valid_until` for "still valid" (9999-12-31T23:59:59Z as epoch seconds).
+
+Stored instead of NULL because sqlite-vec's KNN filter cannot express `IS NULL OR ...`."""
+
+MAX_CONTENT_CHARS = 8000
+MAX_STATE_CHARS = 8000
+MAX_FACTS = 200
+MAX_NAME_CHARS = 200
+
+
+class Kind(StrEnum):
+    """What sort of knowledge a memory holds."""
+
+    LESSON = "lesson"
+    FACT = "fact"
+    PREFERENCE = "preference"
+    NOTE = "note"
+
+
+class Authority(IntEnum):
+    """How a memory is known, weakest first. Recalled memory never raises authority."""
+
+    INFERRED = 0
+    USER_DECLARED = 1
+    SYSTEM_OBSERVED = 2
+    EXTERNALLY_VERIFIED = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class Classification(IntEnum):
+    """Sensitivity levels; a principal sees memories at or below its clearance."""
+
+    PUBLIC = 0
+    INTERNAL = 1
+    CONFIDENTIAL = 2
+    RESTRICTED = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class LifecycleState(StrEnum):
+    """Where a memory is in its life. Nothing is deleted by learning."""
+
+    PROPOSED = "PROPOSED"
+    ACTIVE = "ACTIVE"
+    LOW_VALUE = "LOW_VALUE"
+    ARCHIVED = "ARCHIVED"
+    INVALIDATED = "INVALIDATED"
+    REJECTED = "REJECTED"
+    REVOKED = "REVOKED"
+    ERASED = "ERASED"
+
+
+RECALLABLE_STATES: tuple[LifecycleState, ...] = (
+    LifecycleState.ACTIVE,
+    LifecycleState.LOW_VALUE,
+    LifecycleState.INVALIDATED,  # only while its validity window holds `as_of`
+)
+"""States a recall may see. An invalidated fact has a closed validity window, so it returns
+only for `as_of` queries into the time it was valid."""
+
+
+def _parse_enum(enum_cls: type[Any], value: Any, field: str) -> Any:
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        key = value.strip()
+        for member in enum_cls:
+            if key.lower() in (member.name.lower(), str(member.value).lower()):
+                return member
+    allowed = ", ".join(m.name.lower() for m in enum_cls)
+    raise ValueError(f"{value!r} is not one of: {allowed}")
+
+
+def to_epoch(value: datetime | float | int | str | None, field: str) -> float | None:
+    """Convert a time given as datetime, ISO string or epoch seconds to epoch seconds (UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidInput(field, "expected a time, got a boolean")
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise InvalidInput(field, "time must be finite")
+        return float(value)
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidInput(field, f"not an ISO-8601 time: {value!r}") from exc
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value.timestamp()
+    raise InvalidInput(field, f"expected a datetime, ISO string or epoch seconds, got {value!r}")
+
+
+def from_epoch(ts: float) -> datetime:
+    """Epoch seconds to an aware UTC datetime."""
+    return datetime.fromtimestamp(ts, tz=UTC)
+
+
+_NAME = re.compile(r"^[^\x00-\x1f]{1,200}$")
+
+
+def _check_name(value: str, what: str) -> str:
+    value = value.strip()
+    if not _NAME.match(value):
+        raise ValueError(f"{what} must be 1-{MAX_NAME_CHARS} printable characters")
+    return value
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+
+class State(_Frozen):
+    """A situation: free text plus optional flat facts.
+
+    Args:
+        text: what the situation looked like, in words.
+        facts: a flat mapping of named observations, e.g. `{"room": "kitchen", "price": 42}`.
+    """
+
+    text: str = ""
+    facts: dict[str, FactValue] = Field(default_factory=dict)
+
+    def __init__(self, text: str = "", facts: Mapping[str, FactValue] | None = None, **kw: Any):
+        super().__init__(text=text, facts=dict(facts or {}), **kw)
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        if len(v) > MAX_STATE_CHARS:
+            raise ValueError(f"longer than {MAX_STATE_CHARS} characters")
+        return v
+
+    @field_validator("facts", mode="before")
+    @classmethod
+    def _facts(cls, v: Any) -> Any:
+        if not isinstance(v, Mapping):
+            raise ValueError("facts must be a flat mapping of name -> scalar")
+        if len(v) > MAX_FACTS:
+            raise ValueError(f"more than {MAX_FACTS} facts")
+        for key, val in v.items():
+            if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,99}$", key):
+                raise ValueError(f"fact name {key!r} must be an identifier (letters, digits, _ . -)")
+            if val is not None and not isinstance(val, str | int | float | bool):
+                raise ValueError(f"fact {key!r} must be a scalar, got {type(val).__name__}")
+            if isinstance(val, float) and not math.isfinite(val):
+                raise ValueError(f"fact {key!r} must be finite")
+        return dict(v)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.text.strip() and not self.facts
+
+    def describe(self) -> str:
+        """Text and facts in one line, for embedding and display."""
+        parts = [self.text.strip()] if self.text.strip() else []
+        if self.facts:
+            parts.append("; ".join(f"{k}={v}" for k, v in sorted(self.facts.items())))
+        return " | ".join(parts)
+
+    def fingerprint(self) -> str:
+        """A stable hash of the state, stored with each recall for audit."""
+        return _digest(self.describe())
+
+
+class Outcome(_Frozen):
+    """What happened when the action was taken in the source state."""
+
+    success: bool | None = None
+    reward: float | None = None
+
+    @field_validator("reward")
+    @classmethod
+    def _reward(cls, v: float | None) -> float | None:
+        if v is not None and not math.isfinite(v):
+            raise ValueError("reward must be finite")
+        return v
+
+
+class Source(_Frozen):
+    """Where a memory came from. `state=None` with `state_unknown=True` says so explicitly."""
+
+    state: State | None = None
+    state_unknown: bool = False
+    action: str | None = None
+    outcome: Outcome = Field(default_factory=Outcome)
+    episode_id: str | None = None
+    step: int | None = Field(default=None, ge=0)
+    evidence: tuple[str, ...] = ()
+
+
+class Scope(_Frozen):
+    """Who may see a memory."""
+
+    tenant: str
+    namespace: str = "default"
+    roles: frozenset[str] = frozenset()
+    classification: Classification = Classification.INTERNAL
+    consent: str | None = None
+
+    @field_validator("tenant", "namespace")
+    @classmethod
+    def _names(cls, v: str) -> str:
+        return _check_name(v, "name")
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _roles(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [v]
+        return frozenset(_check_name(str(r), "role") for r in v)
+
+    @field_validator("classification", mode="before")
+    @classmethod
+    def _cls(cls, v: Any) -> Any:
+        return _parse_enum(Classification, v, "classification")
+
+    @property
+    def role_key(self) -> str:
+        """The required roles in a canonical form (sorted, NUL-separated), for bound filters."""
+        return role_key(self.roles)
+
+
+def role_key(roles: frozenset[str] | set[str]) -> str:
+    return "\x1f".join(sorted(roles))
+
+
+class Validity(_Frozen):
+    """World-time validity (`valid_from`, `valid_until`) and transaction time (`recorded_at`)."""
+
+    valid_from: float
+    valid_until: float = OPEN_END
+    recorded_at: float
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Outcome counters, derived from the ledger."""
+
+    uses: int = 0
+    successes: int = 0
+    failures: int = 0
+    exposures: int = 0
+
+    @property
+    def utility(self) -> float:
+        """Beta(1,1) posterior mean of the success rate when used: (succ + 1) / (use + 2)."""
+        return (self.successes + 1) / (self.uses + 2)
+
+
+class MemoryRecord(_Frozen):
+    """A lesson or fact with its origin attached. Content is immutable once stored."""
+
+    id: str
+    content: str
+    kind: Kind
+    source: Source
+    conditions: tuple[str, ...] = ()
+    entity: str | None = None
+    attribute: str | None = None
+    value: FactValue = None
+    multi_valued: bool = False
+    scope: Scope
+    authority: Authority
+    validity: Validity
+    state: LifecycleState
+    counters: Counters = Field(default_factory=Counters)
+    policy_version: str | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    fingerprint: str
+    proposed_by: str
+
+    @property
+    def utility(self) -> float:
+        return self.counters.utility
+
+
+class Principal(_Frozen):
+    """Who is asking: tenant, roles held and clearance.
+
+    Args:
+        tenant: the tenant whose memories may be read or written.
+        roles: roles held; a memory that requires roles is visible only if all are held.
+        clearance: the highest classification this principal may read.
+        name: who acts, recorded as the actor of ledger events.
+    """
+
+    tenant: str
+    roles: frozenset[str] = frozenset()
+    clearance: Classification = Classification.INTERNAL
+    name: str = "agent"
+
+    def __init__(
+        self,
+        tenant: str,
+        roles: set[str] | frozenset[str] | list[str] | tuple[str, ...] | str = frozenset(),
+        clearance: Classification | str = Classification.INTERNAL,
+        name: str = "agent",
+        **kw: Any,
+    ):
+        super().__init__(tenant=tenant, roles=roles, clearance=clearance, name=name, **kw)
+
+    @field_validator("tenant", "name")
+    @classmethod
+    def _names(cls, v: str) -> str:
+        return _check_name(v, "name")
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _roles(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [v]
+        return frozenset(_check_name(str(r), "role") for r in v)
+
+    @field_validator("clearance", mode="before")
+    @classmethod
+    def _clearance(cls, v: Any) -> Any:
+        return _parse_enum(Classification, v, "clearance")
+
+
+def parse_authority(value: Authority | str) -> Authority:
+    try:
+        result: Authority = _parse_enum(Authority, value, "authority")
+    except ValueError as exc:
+        raise InvalidInput("authority", str(exc)) from None
+    return result
+
+
+def parse_kind(value: Kind | str) -> Kind:
+    try:
+        result: Kind = _parse_enum(Kind, value, "kind")
+    except ValueError as exc:
+        raise InvalidInput("kind", str(exc)) from None
+    return result
+
+
+T = TypeVar("T")
+
+
+def validate_input(field_prefix: str, build: Callable[[], T]) -> T:
+    """Run a pydantic constructor, re-raising its first error as `InvalidInput(field)`."""
+    try:
+        return build()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+        field = f"{field_prefix}.{loc}" if loc and field_prefix else (loc or field_prefix)
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        raise InvalidInput(field, msg) from None
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def normalise_text(text: str) -> str:
+    """Lower-case, collapse whitespace and strip punctuation at the ends: the dedupe key."""
+    return re.sub(r"\s+", " ", text.strip().lower()).strip(" .!;:,")
+
+
+def content_fingerprint(tenant: str, namespace: str, kind: Kind, content: str) -> str:
+    """The exact-duplicate key of a memory within its tenant and namespace."""
+    return _digest("\x1f".join((tenant, namespace, kind.value, normalise_text(content))))
+
+
+def utcnow() -> float:
+    """Now, as epoch seconds."""
+    return datetime.now(tz=UTC).timestamp()

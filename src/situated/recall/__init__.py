@@ -1,0 +1,1 @@
+"""The recall pipeline, one module per stage (see `pipeline.py`)."""

@@ -1,0 +1,79 @@
+"""Stage 7, compile: choose what to serve under a token budget and render it with provenance.
+
+Selection is an exact 0/1 knapsack maximising the sum of expected utility subject to the token
+budget (dynamic programming over token counts, vectorised with numpy). Tokens are counted with
+the `tokenizers` library on the tokenizer shipped with the default embedding model; if that file
+cannot be loaded, a documented fallback estimates ceil(1.3 x words + punctuation).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+_WORDS = re.compile(r"\w+|[^\w\s]")
+
+
+class TokenCounter:
+    """Counts tokens with a real tokenizer, or estimates them if none can be loaded."""
+
+    def __init__(self) -> None:
+        self._tok: object | None = None
+        self.name = "estimate"
+        try:
+            from tokenizers import Tokenizer
+
+            from situated.embed.static import default_tokenizer_path
+
+            self._tok = Tokenizer.from_file(str(default_tokenizer_path()))
+            self._tok.no_truncation()  # type: ignore[attr-defined]
+            self.name = "tokenizers:minilm"
+        except (ImportError, OSError, ValueError, Exception):  # noqa: BLE001
+            # any failure to load the tokenizer file falls back to the documented estimate
+            self._tok = None
+
+    def count(self, text: str) -> int:
+        if self._tok is not None:
+            return len(self._tok.encode(text, add_special_tokens=False).ids)  # type: ignore[attr-defined]
+        return estimate_tokens(text)
+
+
+def estimate_tokens(text: str) -> int:
+    """Fallback: about 1.3 tokens per word-or-punctuation unit."""
+    return math.ceil(1.3 * len(_WORDS.findall(text)))
+
+
+@lru_cache(maxsize=1)
+def token_counter() -> TokenCounter:
+    return TokenCounter()
+
+
+def knapsack(weights: Sequence[int], values: Sequence[float], capacity: int) -> list[int]:
+    """Indices of the subset with maximal total value whose total weight fits `capacity`."""
+    n = len(weights)
+    if n == 0 or capacity <= 0:
+        return []
+    if sum(weights) <= capacity:
+        return [i for i in range(n) if values[i] > 0]
+    cap = int(capacity)
+    dp = np.zeros(cap + 1, dtype=np.float64)
+    keep = np.zeros((n, cap + 1), dtype=bool)
+    for i, (w, v) in enumerate(zip(weights, values, strict=True)):
+        if w > cap or v <= 0:
+            continue
+        candidate = np.full(cap + 1, -np.inf)
+        candidate[w:] = dp[: cap + 1 - w] + v
+        better = candidate > dp + 1e-12
+        keep[i] = better
+        dp = np.where(better, candidate, dp)
+    chosen = []
+    c = int(np.argmax(dp))
+    for i in range(n - 1, -1, -1):
+        if keep[i, c]:
+            chosen.append(i)
+            c -= int(weights[i])
+    return sorted(chosen)

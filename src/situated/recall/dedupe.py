@@ -1,0 +1,70 @@
+"""Stage 3, dedupe: collapse near-duplicate memories and keep the best-evidenced one.
+
+One implementation serves both read (candidates of a recall) and write (a new proposal against
+what is stored): `near_duplicate` decides, `collapse` applies it to a candidate list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import numpy as np
+
+from situated.embed.base import Vector
+from situated.models import MemoryRecord, normalise_text
+
+NEAR_DUPLICATE = 0.95
+"""Cosine between lesson vectors above which two memories say the same thing."""
+
+T = TypeVar("T")
+
+
+def near_duplicate(a: MemoryRecord, b: MemoryRecord, va: Vector | None, vb: Vector | None) -> bool:
+    """Same normalised content, or lesson vectors closer than `NEAR_DUPLICATE`, same kind."""
+    if a.kind != b.kind:
+        return False
+    if normalise_text(a.content) == normalise_text(b.content):
+        return True
+    if va is None or vb is None:
+        return False
+    return float(np.dot(va, vb)) >= NEAR_DUPLICATE
+
+
+def evidence_rank(rec: MemoryRecord) -> tuple[float, int, int, int]:
+    """Better evidenced first: more credited use, then stronger authority, then older."""
+    c = rec.counters
+    return (-c.successes, -c.uses, -int(rec.authority), int(rec.validity.recorded_at))
+
+
+def collapse(
+    items: Sequence[T],
+    record_of: dict[int, MemoryRecord],
+    vector_of: dict[int, Vector],
+    key: list[int],
+) -> tuple[list[T], list[tuple[T, T]]]:
+    """Keep one item per near-duplicate group; returns (kept, [(dropped, kept_instead)]).
+
+    `key[i]` is the rid of `items[i]`; records and vectors are looked up by rid.
+    """
+    order = sorted(range(len(items)), key=lambda i: evidence_rank(record_of[key[i]]))
+    kept: list[int] = []
+    dropped: list[tuple[int, int]] = []
+    for i in order:
+        ri = key[i]
+        twin = next(
+            (
+                j
+                for j in kept
+                if near_duplicate(
+                    record_of[ri], record_of[key[j]], vector_of.get(ri), vector_of.get(key[j])
+                )
+            ),
+            None,
+        )
+        if twin is None:
+            kept.append(i)
+        else:
+            dropped.append((i, twin))
+    kept.sort()
+    return [items[i] for i in kept], [(items[i], items[j]) for i, j in dropped]

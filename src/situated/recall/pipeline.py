@@ -1,0 +1,266 @@
+"""The recall pipeline, stage by stage, ending in a Briefing and a persisted recall record.
+
+    1 eligible -> 2 retrieve -> 3 dedupe -> 4 reconstruct -> 5 validate -> 6 score
+    -> 7 compile -> 8 record
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, replace
+
+from situated.embed.base import Embedder
+from situated.errors import ModelError
+from situated.models import MemoryRecord, Principal, State, utcnow
+from situated.recall.briefing import (
+    Briefing,
+    GuidanceItem,
+    Mode,
+    Reconstruction,
+    Rejected,
+    RejectionReason,
+    Scores,
+    StageTrace,
+    Verdict,
+)
+from situated.recall.compile import knapsack, token_counter
+from situated.recall.dedupe import collapse
+from situated.recall.eligible import Eligibility
+from situated.recall.reconstruct.base import Policy, ReconstructionInput, Reconstructor
+from situated.recall.reconstruct.prechecks import precheck
+from situated.recall.reconstruct.rules import RulesReconstructor
+from situated.recall.retrieve import Candidate, retrieve
+from situated.recall.score import score
+from situated.recall.validate import validate
+from situated.store.ledger import EventType
+from situated.store.sqlite import StoredRecall, Store
+
+PIPELINE_VERSION = "1"
+OVERFETCH = 4
+"""Retrieval fetches `OVERFETCH * k` candidates (at least 20) for the later stages to judge."""
+MIN_EXPECTED_UTILITY = 0.05
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """The inputs of one recall."""
+
+    state: State
+    principal: Principal
+    intent: str
+    namespace: str | None
+    k: int
+    budget_tokens: int
+    as_of: float | None
+    known_at: float | None
+    policy: Policy
+
+
+def run_recall(
+    store: Store,
+    embedder: Embedder,
+    reconstructor: Reconstructor,
+    req: RecallRequest,
+) -> Briefing:
+    """Run all eight stages and persist the recall record; returns the Briefing."""
+    now = utcnow()
+    as_of = req.as_of if req.as_of is not None else now
+    trace: list[StageTrace] = []
+    rejected: list[Rejected] = []
+
+    # 1 eligible
+    elig = Eligibility.for_recall(req.principal, req.namespace, as_of, req.known_at)
+
+    # 2 retrieve
+    present = req.state.describe()
+    query_text = f"{req.intent} {present}".strip()
+    qvec, svec = embedder.embed([query_text or " ", present or " "])
+    candidates = retrieve(store, qvec, query_text, elig, max(20, OVERFETCH * req.k))
+    for c in candidates:
+        trace.append(StageTrace(c.record.id, "retrieve", "candidate", _retrieval_numbers(c)))
+
+    # 3 dedupe
+    by_rid = {c.rid: c.record for c in candidates}
+    vecs = store.vectors.vectors("content", [c.rid for c in candidates])
+    kept, dropped = collapse(candidates, by_rid, vecs, [c.rid for c in candidates])
+    for dup, winner in dropped:
+        detail = f"near-duplicate of {winner.record.id}"
+        rejected.append(Rejected(dup.record.id, RejectionReason.DUPLICATE, detail, "dedupe"))
+        trace.append(StageTrace(dup.record.id, "dedupe", "DUPLICATE", detail=detail))
+
+    # then/now similarity against the present state alone (not the intent)
+    state_vecs = store.vectors.vectors("state", [c.rid for c in kept])
+    recons: dict[str, Reconstruction] = {}
+    scores: dict[str, Scores] = {}
+    for c in kept:
+        rec = c.record
+        sv = state_vecs.get(c.rid)
+        state_sim = None if c.state_similarity is None or sv is None else float(sv @ svec)
+        item = ReconstructionInput(
+            record=rec, present=req.state, intent=req.intent, state_similarity=state_sim,
+            content_similarity=c.content_similarity, relevance=c.relevance,
+            policy=req.policy, embedder=embedder.model_ref,
+        )
+        # 4 reconstruct: deterministic pre-checks first, then the reconstructor
+        recon = precheck(item, as_of)
+        stage = "precheck"
+        if recon is None:
+            recon = _reconstruct(store, reconstructor, item)
+            stage = "reconstruct"
+        trace.append(
+            StageTrace(rec.id, stage, recon.verdict.value,
+                       {"confidence": recon.confidence}
+                       | ({"state_similarity": state_sim} if state_sim is not None else {}),
+                       recon.detail)
+        )
+        # 5 validate
+        checked = validate(recon, rec, req.state, req.policy)
+        if checked is not recon:
+            trace.append(StageTrace(rec.id, "validate", checked.verdict.value, {}, checked.detail))
+        recon = checked
+        recons[rec.id] = recon
+        if recon.verdict in (Verdict.NOT_APPLICABLE, Verdict.INSUFFICIENT_EVIDENCE):
+            reason = recon.reason or RejectionReason.SOURCE_STATE_MISMATCH
+            rejected.append(Rejected(rec.id, reason, recon.detail, stage, recon.verdict))
+            continue
+        # 6 score
+        s = score(rec, recon, c.relevance, now)
+        scores[rec.id] = s
+        trace.append(StageTrace(rec.id, "score", "scored", asdict(s)))
+
+    # 7 compile
+    servable = [c for c in kept if c.record.id in scores]
+    servable.sort(key=lambda c: -scores[c.record.id].expected_utility)
+    lines: list[tuple[Candidate, str, int]] = []
+    counter = token_counter()
+    for c in servable:
+        s = scores[c.record.id]
+        if s.expected_utility < MIN_EXPECTED_UTILITY:
+            detail = f"expected utility {s.expected_utility:.3f} < {MIN_EXPECTED_UTILITY}"
+            rejected.append(
+                Rejected(c.record.id, RejectionReason.LOW_EXPECTED_UTILITY, detail, "compile",
+                         recons[c.record.id].verdict, s)
+            )
+            trace.append(StageTrace(c.record.id, "compile", "LOW_EXPECTED_UTILITY", detail=detail))
+            continue
+        if len(lines) >= req.k:
+            detail = f"beyond the {req.k} best items"
+            rejected.append(Rejected(c.record.id, RejectionReason.OVER_BUDGET, detail, "compile",
+                                     recons[c.record.id].verdict, s))
+            trace.append(StageTrace(c.record.id, "compile", "OVER_BUDGET", detail=detail))
+            continue
+        line = render_line(recons[c.record.id], c.record)
+        lines.append((c, line, counter.count(line)))
+    chosen = set(
+        knapsack([t for _, _, t in lines],
+                 [scores[c.record.id].expected_utility for c, _, _ in lines],
+                 req.budget_tokens)
+    )
+    items: list[GuidanceItem] = []
+    for i, (c, _line, tokens) in enumerate(lines):
+        rec, recon, s = c.record, recons[c.record.id], scores[c.record.id]
+        if i not in chosen:
+            detail = f"{tokens} tokens did not fit the {req.budget_tokens}-token budget"
+            rejected.append(Rejected(rec.id, RejectionReason.OVER_BUDGET, detail, "compile",
+                                     recon.verdict, s))
+            trace.append(StageTrace(rec.id, "compile", "OVER_BUDGET", {"tokens": tokens}, detail))
+            continue
+        items.append(
+            GuidanceItem(
+                memory_id=rec.id, text=recon.guidance, verdict=recon.verdict,
+                confidence=recon.confidence, scores=s, kind=rec.kind.value,
+                authority=rec.authority.label,
+                source_state=rec.source.state.describe() if rec.source.state else "unknown",
+                adaptations=recon.adaptations, tokens=tokens,
+            )
+        )
+        trace.append(StageTrace(rec.id, "compile", "SERVED", {"tokens": tokens}))
+
+    missing = tuple(
+        dict.fromkeys(
+            f for r in recons.values() if r.verdict is Verdict.INSUFFICIENT_EVIDENCE
+            for f in r.missing_facts
+        )
+    )
+    if items:
+        mode = Mode.GUIDED
+    elif missing:
+        mode = Mode.INSUFFICIENT_EVIDENCE
+    else:
+        mode = Mode.NO_APPLICABLE_MEMORY
+
+    briefing = Briefing(
+        recall_id="rc_" + uuid.uuid4().hex[:16],
+        mode=mode,
+        items=tuple(items),
+        rejected=tuple(rejected),
+        missing_facts=missing,
+        budget_tokens=req.budget_tokens,
+        tokens_used=sum(i.tokens for i in items),
+        trace=tuple(trace),
+        namespace=req.namespace,
+    )
+
+    # 8 record
+    payload = {
+        "pipeline_version": PIPELINE_VERSION,
+        "principal": {
+            "tenant": req.principal.tenant, "roles": sorted(req.principal.roles),
+            "clearance": req.principal.clearance.label, "name": req.principal.name,
+        },
+        "state": {"text": req.state.text, "facts": req.state.facts},
+        "intent": req.intent, "k": req.k, "budget_tokens": req.budget_tokens,
+        "as_of": as_of, "known_at": req.known_at,
+        "policy": {
+            "allowed_tools": sorted(req.policy.allowed_tools) if req.policy.allowed_tools
+            is not None else None,
+            "prohibited_effects": sorted(req.policy.prohibited_effects),
+            "version": req.policy.version,
+        },
+        "embedder": embedder.model_ref,
+        "reconstructor": f"{reconstructor.name}@{reconstructor.version}",
+        "tokenizer": counter.name,
+        "candidates": [c.record.id for c in candidates],
+        "reconstructions": {k: asdict(v) for k, v in recons.items()},
+        "briefing": briefing.to_dict() | {"trace": None},
+        "rendered": briefing.render(),
+    }
+    with store.transaction():
+        store.save_recall(
+            StoredRecall(
+                briefing.recall_id, req.principal.tenant, now, req.namespace,
+                req.state.fingerprint(), mode.value, tuple(i.memory_id for i in items), payload,
+            )
+        )
+        store.log_event(
+            EventType.RECALLED, req.principal.tenant, req.principal.name,
+            data={"mode": mode.value, "served": [i.memory_id for i in items],
+                  "rejected": len(rejected)},
+            recall_id=briefing.recall_id,
+        )
+    return briefing
+
+
+def _reconstruct(store: Store, reconstructor: Reconstructor, item: ReconstructionInput) -> Reconstruction:
+    """Run the reconstructor; a model failure falls back to `rules`, loudly (counted in health)."""
+    try:
+        return reconstructor.reconstruct(item)
+    except ModelError as exc:
+        with store.transaction():
+            store.record_failure(f"reconstructor:{reconstructor.name}", str(exc))
+        recon = RulesReconstructor().reconstruct(item)
+        return replace(
+            recon,
+            provenance=recon.provenance | {"fallback_from": reconstructor.name, "error": str(exc)},
+        )
+
+
+def render_line(recon: Reconstruction, record: MemoryRecord) -> str:
+    return f"{recon.guidance} [{record.id}]"
+
+
+def _retrieval_numbers(c: Candidate) -> dict[str, float]:
+    nums = {"relevance": c.relevance, "content_sim": c.content_similarity, "lexical": c.lexical}
+    if c.state_similarity is not None:
+        nums["state_sim"] = c.state_similarity
+    return nums

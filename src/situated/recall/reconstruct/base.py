@@ -1,0 +1,99 @@
+"""The reconstructor contract and registry.
+
+A reconstructor compares one candidate memory (then) with the present situation (now) and
+returns a `Reconstruction`. It sees only candidates that passed the deterministic pre-checks.
+Built-ins register through `register_reconstructor`, the same door as third-party plugins
+(entry-point group `situated.reconstructors`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from situated.errors import UnknownPlugin
+from situated.models import MemoryRecord, State
+from situated.recall.briefing import Reconstruction
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The rules of the present run, given with a recall. Memory can never widen them.
+
+    Args:
+        allowed_tools: tools the agent may call; None means no allow-list is enforced.
+        prohibited_effects: effects guidance must not ask for (e.g. "delete", "refund").
+        version: the policy version; memories recorded under another version are rejected.
+    """
+
+    allowed_tools: frozenset[str] | None = None
+    prohibited_effects: frozenset[str] = frozenset()
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class ReconstructionInput:
+    """Everything a reconstructor may look at for one candidate."""
+
+    record: MemoryRecord
+    present: State
+    intent: str
+    state_similarity: float | None
+    content_similarity: float
+    relevance: float
+    policy: Policy
+    embedder: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Reconstructor(ABC):
+    """Decides APPLICABLE | PARTIAL | NOT_APPLICABLE | INSUFFICIENT_EVIDENCE for a candidate."""
+
+    name: str = ""
+    version: str = ""
+
+    @abstractmethod
+    def reconstruct(self, item: ReconstructionInput) -> Reconstruction:
+        """Compare then and now; write guidance for now or a typed rejection."""
+
+    def provenance(self, item: ReconstructionInput, **more: Any) -> dict[str, Any]:
+        src = item.record.source.state
+        return {
+            "reconstructor": self.name,
+            "reconstructor_version": self.version,
+            "embedder": item.embedder,
+            "present_state_hash": item.present.fingerprint(),
+            "source_state_hash": src.fingerprint() if src else None,
+            "state_similarity": item.state_similarity,
+            "content_similarity": item.content_similarity,
+            "relevance": item.relevance,
+            **more,
+        }
+
+
+_REGISTRY: dict[str, Callable[..., Reconstructor]] = {}
+
+
+def register_reconstructor(name: str, factory: Callable[..., Reconstructor]) -> None:
+    """Register a reconstructor factory under `name` (replaces an earlier one)."""
+    _REGISTRY[name] = factory
+
+
+def get_reconstructor(name: str, **kwargs: Any) -> Reconstructor:
+    """Build the reconstructor registered as `name`."""
+    if name not in _REGISTRY:
+        for ep in entry_points(group="situated.reconstructors"):
+            if ep.name == name:
+                register_reconstructor(name, ep.load())
+    if name not in _REGISTRY:
+        raise UnknownPlugin(
+            f"no reconstructor {name!r}; available: {', '.join(sorted(_REGISTRY))}"
+        )
+    return _REGISTRY[name](**kwargs)
+
+
+def available_reconstructors() -> list[str]:
+    return sorted(_REGISTRY)

@@ -1,0 +1,234 @@
+"""The `rules` reconstructor: deterministic, no model; the default and what the tests run.
+
+How it decides, for a candidate that passed the pre-checks (conditions already hold):
+
+1. Source facts against present facts. A fact present in both with a different value is
+   *adaptable* when the lesson names the old value in its text (the lesson is about that
+   object: "the mug is in drawer 2" becomes "cabinet 1"), and *material* otherwise
+   (a flipped boolean, a different number, a value the lesson does not name). Without explicit
+   conditions, a material difference rejects (SOURCE_STATE_MISMATCH); with explicit conditions
+   (the writer said what matters), it only lowers confidence.
+2. Text-only source states (no facts on one side): then/now comparison. An explicit contrast
+   (on/off, open/closed, empty/full, present/absent, numbers that differ before the same word)
+   rejects. Otherwise the embedding similarity of the two states decides, against a threshold
+   calibrated per embedder (`TEXT_THRESHOLDS`). Similarity alone never yields APPLICABLE:
+   measured here, an inapplicable twin can score 0.70-0.81 against the present state while an
+   applicable memory scores 0.54, so text-only verdicts are PARTIAL with a confidence of at most
+   `TEXT_ONLY_MAX_CONFIDENCE`. For text-only states use the `llm` reconstructor, or give facts.
+3. Facts, preferences and notes that carry no source state are not situation-bound: they apply
+   (contradiction with present evidence is checked by validation).
+"""
+
+from __future__ import annotations
+
+import re
+
+from situated.conditions import Truth
+from situated.models import Authority, FactValue, Kind, MemoryRecord, State
+from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
+from situated.recall.reconstruct.base import (
+    ReconstructionInput,
+    Reconstructor,
+    register_reconstructor,
+)
+from situated.recall.reconstruct.prechecks import evaluate_conditions
+
+TEXT_THRESHOLDS: dict[str, float] = {"minilm-static": 0.55, "hash": 0.35}
+"""Then/now state similarity below which a text-only memory is rejected, per embedder name."""
+DEFAULT_TEXT_THRESHOLD = 0.5
+TEXT_ONLY_MAX_CONFIDENCE = 0.45
+
+_CONTRASTS: list[tuple[str, str]] = [
+    (r"\b(?:is|are|was|were|turned|switched|left|still|stays?)\s+on\b",
+     r"\b(?:is|are|was|were|turned|switched|left|still|stays?)\s+off\b"),
+    (r"\bopen(?:ed)?\b", r"\bclosed\b|\bshut\b"),
+    (r"\bempty\b", r"\bfull\b|\bfilled\b"),
+    (r"\bpresent\b|\bvisible\b|\bin sight\b", r"\babsent\b|\bmissing\b|\bnot visible\b|\bhidden\b"),
+    (r"\blocked\b", r"\bunlocked\b"),
+    (r"\bhot\b|\bboiling\b|\bwarm\b", r"\bcold\b|\bfrozen\b|\bcool\b"),
+    (r"\bavailable\b|\bin stock\b", r"\bunavailable\b|\bout of stock\b|\bsold out\b"),
+    (r"\benabled\b", r"\bdisabled\b"),
+    (r"\brunning\b|\bup\b", r"\bstopped\b|\bdown\b|\bcrashed\b"),
+    (r"\bsucceeded\b|\bpassing\b|\bpassed\b", r"\bfailed\b|\bfailing\b"),
+    (r"\bwet\b", r"\bdry\b"),
+    (r"\bclean\b", r"\bdirty\b"),
+    (r"\blit\b", r"\bunlit\b"),
+]
+_COMPILED = [(re.compile(a, re.I), re.compile(b, re.I)) for a, b in _CONTRASTS]
+_NUMBER_BEFORE_WORD = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)\s*([A-Za-z%$]\w*)")
+
+
+def text_contrasts(then: str, now: str) -> list[str]:
+    """Explicit opposites between two situation texts: ['on vs off', '3 apples vs 5 apples']."""
+    found = []
+    for a, b in _COMPILED:
+        ta, tb, na, nb = a.search(then), b.search(then), a.search(now), b.search(now)
+        if ta and not tb and nb and not na:
+            found.append(f"{ta.group(0)!r} then, {nb.group(0)!r} now")
+        elif tb and not ta and na and not nb:
+            found.append(f"{tb.group(0)!r} then, {na.group(0)!r} now")
+    then_nums = {w.lower(): n for n, w in _NUMBER_BEFORE_WORD.findall(then)}
+    for n, w in _NUMBER_BEFORE_WORD.findall(now):
+        old = then_nums.get(w.lower())
+        if old is not None and float(old) != float(n):
+            found.append(f"{old} {w} then, {n} {w} now")
+    return found
+
+
+def _same(a: FactValue, b: FactValue) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip().lower() == b.strip().lower()
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return a == b
+
+
+def _names_value(content: str, value: FactValue) -> bool:
+    if not isinstance(value, str) or len(value.strip()) < 2:
+        return False
+    return re.search(rf"(?<!\w){re.escape(value.strip())}(?!\w)", content, re.I) is not None
+
+
+def _adapt(content: str, old: str, new: str) -> str:
+    return re.sub(rf"(?<!\w){re.escape(old.strip())}(?!\w)", new, content, flags=re.I)
+
+
+def _sentences(text: str) -> list[str]:
+    parts = [p.strip() for p in re.split(r"(?<=[.!?;])\s+", text) if p.strip()]
+    return parts or [text.strip()]
+
+
+class RulesReconstructor(Reconstructor):
+    """Conditions over facts, then/now fact and text comparison, value adaptation."""
+
+    name = "rules"
+    version = "1"
+
+    def __init__(self, text_threshold: float | None = None) -> None:
+        self.text_threshold = text_threshold
+
+    def threshold_for(self, embedder: str) -> float:
+        if self.text_threshold is not None:
+            return self.text_threshold
+        return TEXT_THRESHOLDS.get(embedder.split("@")[0], DEFAULT_TEXT_THRESHOLD)
+
+    def reconstruct(self, item: ReconstructionInput) -> Reconstruction:
+        rec, now = item.record, item.present
+        results = evaluate_conditions(rec.conditions, now.facts)
+        matched = [r.condition.text for r in results if r.truth is Truth.MATCHED]
+        then = rec.source.state
+        if then is None or then.is_empty:
+            return self._stateless(item, matched)
+        guidance = rec.content
+        adaptations: list[str] = []
+        material: list[str] = []
+        unknown: list[str] = []
+        fact_matches: list[str] = []
+        judged = {name for r in results for name in r.condition.facts}
+        for key, old in then.facts.items():
+            if key in judged:
+                continue  # the writer's explicit condition on this fact already decided it
+            if key not in now.facts:
+                unknown.append(f"{key} == {old!r}")
+                continue
+            new = now.facts[key]
+            if _same(old, new):
+                fact_matches.append(f"{key} == {old!r}")
+            elif isinstance(old, str) and isinstance(new, str) and _names_value(guidance, old):
+                guidance = _adapt(guidance, old, new)
+                adaptations.append(f"{old!r} -> {new!r} ({key})")
+            else:
+                material.append(f"{key}: {old!r} then, {new!r} now")
+        provenance = self.provenance(item, adaptations=len(adaptations))
+        if then.facts and now.facts:
+            return self._by_facts(
+                item, guidance, matched + fact_matches, material, unknown, adaptations, provenance
+            )
+        # text-only comparison
+        contrasts = text_contrasts(then.text, now.text)
+        if contrasts:
+            return Reconstruction(
+                memory_id=rec.id, verdict=Verdict.NOT_APPLICABLE, confidence=0.6, guidance="",
+                mismatched=tuple(contrasts), reason=RejectionReason.SOURCE_STATE_MISMATCH,
+                detail="situation differs: " + "; ".join(contrasts), provenance=provenance,
+            )
+        sim = item.state_similarity if item.state_similarity is not None else 0.0
+        threshold = self.threshold_for(item.embedder)
+        if sim < threshold:
+            return Reconstruction(
+                memory_id=rec.id, verdict=Verdict.NOT_APPLICABLE,
+                confidence=round(min(0.6, 0.3 + (threshold - sim)), 3), guidance="",
+                reason=RejectionReason.SOURCE_STATE_MISMATCH,
+                detail=f"then/now similarity {sim:.2f} below {threshold:.2f}",
+                provenance=provenance,
+            )
+        span = max(1e-6, 1.0 - threshold)
+        conf = TEXT_ONLY_MAX_CONFIDENCE * min(1.0, 0.5 + 0.5 * (sim - threshold) / span)
+        return Reconstruction(
+            memory_id=rec.id, verdict=Verdict.PARTIAL, confidence=round(conf, 3),
+            guidance=guidance, transferable=tuple(Claim(s) for s in _sentences(guidance)),
+            matched=tuple(matched), unknown=tuple(unknown), adaptations=tuple(adaptations),
+            detail=f"text-only: then/now similarity {sim:.2f} (threshold {threshold:.2f}); "
+            "unverified by facts",
+            provenance=provenance,
+        )
+
+    def _by_facts(
+        self,
+        item: ReconstructionInput,
+        guidance: str,
+        matched: list[str],
+        material: list[str],
+        unknown: list[str],
+        adaptations: list[str],
+        provenance: dict[str, object],
+    ) -> Reconstruction:
+        rec = item.record
+        explicit = bool(rec.conditions)
+        if material and not explicit:
+            return Reconstruction(
+                memory_id=rec.id, verdict=Verdict.NOT_APPLICABLE, confidence=0.8, guidance="",
+                matched=tuple(matched), mismatched=tuple(material), unknown=tuple(unknown),
+                reason=RejectionReason.SOURCE_STATE_MISMATCH,
+                detail="source facts differ: " + "; ".join(material), provenance=provenance,
+            )
+        checked = len(matched) + len(material) + len(unknown)
+        coverage = len(matched) / checked if checked else 0.0
+        if explicit:
+            conf = 0.9 - 0.15 * len(material) - 0.05 * len(unknown)
+        else:
+            conf = 0.5 + 0.4 * coverage
+        full = not material and not unknown and (explicit or coverage == 1.0)
+        verdict = Verdict.APPLICABLE if full else Verdict.PARTIAL
+        notes = [f"differs: {m}" for m in material] + [f"unverified: {u}" for u in unknown]
+        return Reconstruction(
+            memory_id=rec.id, verdict=verdict, confidence=round(max(0.2, min(conf, 0.95)), 3),
+            guidance=guidance, transferable=tuple(Claim(s) for s in _sentences(guidance)),
+            matched=tuple(matched), mismatched=tuple(material), unknown=tuple(unknown),
+            adaptations=tuple(adaptations), detail="; ".join(notes), provenance=provenance,
+        )
+
+    def _stateless(self, item: ReconstructionInput, matched: list[str]) -> Reconstruction:
+        rec = item.record
+        base = {
+            Authority.INFERRED: 0.6,
+            Authority.USER_DECLARED: 0.75,
+            Authority.SYSTEM_OBSERVED: 0.85,
+            Authority.EXTERNALLY_VERIFIED: 0.9,
+        }[rec.authority]
+        verdict = Verdict.APPLICABLE if (matched or rec.kind is not Kind.LESSON) else Verdict.PARTIAL
+        return Reconstruction(
+            memory_id=rec.id, verdict=verdict, confidence=base, guidance=rec.content,
+            transferable=tuple(Claim(s) for s in _sentences(rec.content)),
+            matched=tuple(matched), detail="no source state: judged by conditions and kind",
+            provenance=self.provenance(item),
+        )
+
+
+def present_contrasts(record: MemoryRecord, present: State) -> list[str]:
+    """Text contrasts between a memory's source state and the present (for explain)."""
+    src = record.source.state
+    return text_contrasts(src.text, present.text) if src else []
+
+
+register_reconstructor("rules", RulesReconstructor)

@@ -1,0 +1,88 @@
+"""Stage 2, retrieval: candidates by dense similarity (lesson and source state) plus lexical
+(FTS5 bm25), fused by reciprocal rank, over-fetched for the stages that follow.
+
+Retrieval only proposes; nothing here decides what is served.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from situated.embed.base import Vector
+from situated.models import MemoryRecord
+from situated.recall.eligible import Eligibility
+from situated.store.sqlite import Store
+
+RRF_K = 60
+"""The usual reciprocal-rank-fusion constant (Cormack et al., 2009)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A retrieved memory with the raw numbers retrieval saw."""
+
+    rid: int
+    record: MemoryRecord
+    relevance: float
+    content_similarity: float
+    state_similarity: float | None
+    lexical: float
+    ranks: dict[str, int]
+
+
+def retrieve(
+    store: Store, query: Vector, query_text: str, elig: Eligibility, k: int
+) -> list[Candidate]:
+    """Fuse dense (content and state) and lexical rankings over the eligible rows."""
+    content = store.dense("content", query, k, elig)
+    state = store.dense("state", query, k, elig)
+    lexical = store.lexical(query_text, k, elig)
+    rankings = {"content": content, "state": state, "lexical": lexical}
+    fused: dict[int, float] = {}
+    ranks: dict[int, dict[str, int]] = {}
+    for name, ranked in rankings.items():
+        for pos, (rid, _) in enumerate(ranked):
+            fused[rid] = fused.get(rid, 0.0) + 1.0 / (RRF_K + pos + 1)
+            ranks.setdefault(rid, {})[name] = pos + 1
+    top = sorted(fused, key=lambda r: -fused[r])[:k]
+    records = store.by_rids(top, elig)  # eligibility applied again on the record table
+    sims = _similarities(store, query, top, dict(content), dict(state))
+    lex = dict(lexical)
+    best = max(fused.values(), default=1.0)
+    out = []
+    for rid in top:
+        rec = records.get(rid)
+        if rec is None:
+            continue
+        c_sim, s_sim = sims[rid]
+        has_state = rec.source.state is not None and not rec.source.state.is_empty
+        out.append(
+            Candidate(
+                rid=rid,
+                record=rec,
+                relevance=fused[rid] / best,
+                content_similarity=c_sim,
+                state_similarity=s_sim if has_state else None,
+                lexical=lex.get(rid, 0.0),
+                ranks=ranks[rid],
+            )
+        )
+    return out
+
+
+def _similarities(
+    store: Store,
+    query: Vector,
+    rids: list[int],
+    content: dict[int, float],
+    state: dict[int, float],
+) -> dict[int, tuple[float, float]]:
+    """Cosine to lesson and to source state for every candidate, fetching vectors not seen."""
+    need_c = [r for r in rids if r not in content]
+    need_s = [r for r in rids if r not in state]
+    for field, need, into in (("content", need_c, content), ("state", need_s, state)):
+        for rid, vec in store.vectors.vectors(field, need).items():
+            into[rid] = float(np.dot(vec, query))
+    return {r: (content.get(r, 0.0), state.get(r, 0.0)) for r in rids}

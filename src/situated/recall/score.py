@@ -1,0 +1,64 @@
+"""Stage 6, scores: relevance, applicability, trust, freshness and expected utility, kept apart.
+
+`expected_utility` is the one number the compiler maximises; it is documented here and never
+overrides a hard gate (gates were applied in stages 1, 4 and 5 and are booleans).
+"""
+
+from __future__ import annotations
+
+import math
+
+from situated.models import Authority, MemoryRecord
+from situated.recall.briefing import Reconstruction, Scores, Verdict
+
+AUTHORITY_TRUST = {
+    Authority.INFERRED: 0.5,
+    Authority.USER_DECLARED: 0.7,
+    Authority.SYSTEM_OBSERVED: 0.85,
+    Authority.EXTERNALLY_VERIFIED: 0.95,
+}
+FRESHNESS_HALF_LIFE_DAYS = 180.0
+EXPLORATION = 0.5
+"""Weight of the posterior's standard deviation in the utility used for selection."""
+
+
+def utility_posterior(successes: int, uses: int) -> tuple[float, float]:
+    """Mean and standard deviation of Beta(1 + successes, 1 + failures)."""
+    a, b = 1 + successes, 1 + (uses - successes)
+    mean = a / (a + b)
+    var = a * b / ((a + b) ** 2 * (a + b + 1))
+    return mean, math.sqrt(var)
+
+
+def trust(record: MemoryRecord) -> float:
+    """From authority, nudged by evidence: a recorded successful outcome, evidence references."""
+    t = AUTHORITY_TRUST[record.authority]
+    if record.source.outcome.success is True:
+        t += 0.03
+    elif record.source.outcome.success is False:
+        t -= 0.05
+    if record.source.evidence:
+        t += 0.02
+    return round(max(0.0, min(1.0, t)), 4)
+
+
+def freshness(record: MemoryRecord, now: float) -> float:
+    age_days = max(0.0, now - record.validity.recorded_at) / 86400.0
+    return round(0.5 ** (age_days / FRESHNESS_HALF_LIFE_DAYS), 4)
+
+
+def score(
+    record: MemoryRecord, recon: Reconstruction, relevance: float, now: float
+) -> Scores:
+    """Separate scores; expected utility = applicability x optimistic utility rate."""
+    applicability = recon.confidence * (1.0 if recon.verdict is Verdict.APPLICABLE else 0.7)
+    c = record.counters
+    mean, sd = utility_posterior(c.successes, c.uses)
+    eu = applicability * min(1.0, mean + EXPLORATION * sd)
+    return Scores(
+        relevance=round(relevance, 4),
+        applicability=round(applicability, 4),
+        trust=trust(record),
+        freshness=freshness(record, now),
+        expected_utility=round(eu, 4),
+    )

@@ -1,0 +1,102 @@
+"""Stage 5, validation: policy, authority and contradiction checks on reconstructed guidance.
+
+Sentence by sentence: a sentence that commands the agent, claims authority, names a tool outside
+the allow-list or a prohibited effect is stripped as a rejected claim; when nothing usable is
+left, the candidate is rejected. A fact that contradicts present evidence is rejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from situated.models import MemoryRecord, State, normalise_text
+from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
+from situated.recall.reconstruct.base import Policy
+from situated.recall.reconstruct.rules import _sentences
+from situated.safety import disallowed_tools, injection_findings, prohibited_effects
+
+
+def validate(
+    recon: Reconstruction, record: MemoryRecord, present: State, policy: Policy
+) -> Reconstruction:
+    """Return the reconstruction with unsafe claims stripped, or rejected with a reason."""
+    if recon.verdict not in (Verdict.APPLICABLE, Verdict.PARTIAL):
+        return recon
+    contradiction = contradicts(record, present)
+    if contradiction:
+        return _reject(recon, RejectionReason.CONTRADICTED, contradiction)
+    kept: list[str] = []
+    rejected: list[Claim] = list(recon.rejected)
+    for sentence in _sentences(recon.guidance):
+        findings = injection_findings(sentence)
+        if findings:
+            rejected.append(
+                Claim(sentence, RejectionReason.SUSPECTED_POISONING, findings[0].reason)
+            )
+            continue
+        if policy.allowed_tools is not None:
+            bad = disallowed_tools(sentence, policy.allowed_tools)
+            if bad:
+                rejected.append(
+                    Claim(sentence, RejectionReason.SCOPE_MISMATCH,
+                          f"names tools outside the allow-list: {', '.join(sorted(bad))}")
+                )
+                continue
+        effects = prohibited_effects(sentence, policy.prohibited_effects)
+        if effects:
+            rejected.append(
+                Claim(sentence, RejectionReason.SCOPE_MISMATCH,
+                      f"asks for prohibited effects: {', '.join(sorted(effects))}")
+            )
+            continue
+        kept.append(sentence)
+    if not kept:
+        first = rejected[-1] if rejected else None
+        reason = first.reason if first and first.reason else RejectionReason.SUSPECTED_POISONING
+        return _reject(recon, reason, first.detail if first else "no usable guidance", rejected)
+    if len(kept) == len(_sentences(recon.guidance)):
+        return recon
+    poisoned = any(c.reason is RejectionReason.SUSPECTED_POISONING for c in rejected)
+    if poisoned:
+        # a memory that carries an injection is not trusted for its remaining sentences either
+        return _reject(recon, RejectionReason.SUSPECTED_POISONING, rejected[-1].detail, rejected)
+    return replace(
+        recon,
+        verdict=Verdict.PARTIAL,
+        guidance=" ".join(kept),
+        transferable=tuple(Claim(s) for s in kept),
+        rejected=tuple(rejected),
+        confidence=round(recon.confidence * len(kept) / (len(kept) + len(rejected)), 3),
+    )
+
+
+def contradicts(record: MemoryRecord, present: State) -> str:
+    """A present fact that disagrees with the value this memory asserts, as a message."""
+    if record.attribute is None or record.value is None:
+        return ""
+    keys = [record.attribute]
+    if record.entity:
+        keys.insert(0, f"{record.entity}.{record.attribute}")
+    for key in keys:
+        if key in present.facts:
+            now = present.facts[key]
+            if normalise_text(str(now)) != normalise_text(str(record.value)):
+                return f"memory says {key} = {record.value!r}, present evidence says {now!r}"
+    return ""
+
+
+def _reject(
+    recon: Reconstruction,
+    reason: RejectionReason,
+    detail: str,
+    rejected: list[Claim] | None = None,
+) -> Reconstruction:
+    return replace(
+        recon,
+        verdict=Verdict.NOT_APPLICABLE,
+        guidance="",
+        transferable=(),
+        rejected=tuple(rejected or recon.rejected),
+        reason=reason,
+        detail=detail,
+    )

@@ -1,0 +1,1 @@
+"""Storage: the embedded SQLite store, its migrations, ledger and vector index."""

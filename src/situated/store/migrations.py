@@ -1,0 +1,122 @@
+"""Named, ordered migrations. Each runs once, inside one transaction, and is recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import apsw
+
+Migration = Callable[[apsw.Connection], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register a migration; its function name (`m001_...`) orders it."""
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_create_tables(db: apsw.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE memories (
+            rid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            tenant TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            state_text TEXT,
+            state_facts TEXT,
+            state_unknown INTEGER NOT NULL DEFAULT 0,
+            action TEXT,
+            success INTEGER,
+            reward REAL,
+            episode_id TEXT,
+            step INTEGER,
+            evidence TEXT NOT NULL DEFAULT '[]',
+            conditions TEXT NOT NULL DEFAULT '[]',
+            entity TEXT,
+            attribute TEXT,
+            value TEXT,
+            multi_valued INTEGER NOT NULL DEFAULT 0,
+            roles TEXT NOT NULL DEFAULT '[]',
+            role_key TEXT NOT NULL DEFAULT '',
+            classification INTEGER NOT NULL,
+            consent TEXT,
+            authority INTEGER NOT NULL,
+            valid_from REAL NOT NULL,
+            valid_until REAL NOT NULL,
+            recorded_at REAL NOT NULL,
+            state TEXT NOT NULL,
+            uses INTEGER NOT NULL DEFAULT 0,
+            successes INTEGER NOT NULL DEFAULT 0,
+            failures INTEGER NOT NULL DEFAULT 0,
+            exposures INTEGER NOT NULL DEFAULT 0,
+            policy_version TEXT,
+            supersedes TEXT,
+            superseded_by TEXT,
+            fingerprint TEXT NOT NULL,
+            proposed_by TEXT NOT NULL
+        );
+        CREATE INDEX memories_scope ON memories (tenant, namespace, state);
+        CREATE INDEX memories_roles ON memories (tenant, role_key);
+        CREATE INDEX memories_fingerprint ON memories (tenant, fingerprint);
+        CREATE INDEX memories_key ON memories (tenant, entity, attribute);
+        CREATE INDEX memories_consent ON memories (tenant, consent);
+
+        CREATE TABLE ledger (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            at REAL NOT NULL,
+            event TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            memory_id TEXT,
+            recall_id TEXT,
+            actor TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            data TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX ledger_memory ON ledger (memory_id, seq);
+        CREATE INDEX ledger_tenant ON ledger (tenant, seq);
+        CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger
+            BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+        CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
+            BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+
+        CREATE TABLE recalls (
+            id TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            at REAL NOT NULL,
+            namespace TEXT,
+            state_hash TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            served TEXT NOT NULL,
+            payload TEXT NOT NULL
+        );
+        CREATE INDEX recalls_tenant ON recalls (tenant, at);
+
+        CREATE TABLE feedback (
+            recall_id TEXT PRIMARY KEY REFERENCES recalls (id),
+            tenant TEXT NOT NULL,
+            at REAL NOT NULL,
+            success INTEGER NOT NULL,
+            used TEXT NOT NULL,
+            reward REAL,
+            digest TEXT NOT NULL
+        );
+
+        CREATE TABLE maintenance_failures (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at REAL NOT NULL,
+            component TEXT NOT NULL,
+            error TEXT NOT NULL
+        );
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5 (
+            content, state_text, tokenize = 'porter unicode61'
+        );
+        """
+    )

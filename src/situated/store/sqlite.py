@@ -1,0 +1,568 @@
+"""The embedded store: one SQLite file (WAL) holding records, vectors, FTS, ledger and recalls.
+
+Every read takes an `Eligibility`; every change goes through `append_event`, which writes the
+ledger row and applies the same `fold` that `rebuild` replays. Writes run in `BEGIN IMMEDIATE`
+transactions with a busy timeout and bounded retries, so several processes may write at once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from situated.embed.base import Vector
+from situated.errors import EmbedderMismatch, NotFound, StoreBusy
+from situated.models import (
+    Authority,
+    Classification,
+    Counters,
+    Kind,
+    LifecycleState,
+    MemoryRecord,
+    Outcome,
+    Scope,
+    Source,
+    State,
+    Validity,
+    utcnow,
+)
+from situated.recall.eligible import Eligibility
+from situated.store.ledger import EventType, Folded, LedgerEvent, fold, replay
+from situated.store.migrations import MIGRATIONS
+from situated.store.vectors import SqliteVecIndex, VectorMeta, load_extension
+
+BUSY_TIMEOUT_MS = 10_000
+BUSY_RETRIES = 8
+
+_COLUMNS = (
+    "rid id tenant namespace kind content state_text state_facts state_unknown action success "
+    "reward episode_id step evidence conditions entity attribute value multi_valued roles "
+    "role_key classification consent authority valid_from valid_until recorded_at state uses "
+    "successes failures exposures policy_version supersedes superseded_by fingerprint proposed_by"
+).split()
+_SELECT = ", ".join(f"m.{c}" for c in _COLUMNS)
+
+
+@dataclass(frozen=True)
+class StoredRecall:
+    """A recall record as persisted."""
+
+    id: str
+    tenant: str
+    at: float
+    namespace: str | None
+    state_hash: str
+    mode: str
+    served: tuple[str, ...]
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RebuildReport:
+    """The result of replaying the ledger against stored state."""
+
+    checked: int
+    mismatched: tuple[str, ...]
+    repaired: bool
+
+
+class Store:
+    """The SQLite store. Not part of the public API; `Memory` is."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.db = apsw.Connection(self.path)
+        self.db.setbusytimeout(BUSY_TIMEOUT_MS)
+        load_extension(self.db)
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA synchronous = FULL")
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+        self.vectors = SqliteVecIndex(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- transactions and migrations -------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """An IMMEDIATE transaction: takes the write lock up front, retried while busy."""
+        for attempt in range(BUSY_RETRIES):
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+                break
+            except apsw.BusyError:
+                if attempt == BUSY_RETRIES - 1:
+                    raise StoreBusy(f"database {self.path} stayed locked") from None
+                time.sleep(0.05 * (2**attempt) * (0.5 + random.random()))
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL)"
+            )
+            done = {r[0] for r in self.db.execute("SELECT name FROM _migrations")}
+            for name, fn in sorted(MIGRATIONS):
+                if name not in done:
+                    fn(self.db)
+                    self.db.execute(
+                        "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                        (name, utcnow()),
+                    )
+
+    def migrations(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT name FROM _migrations ORDER BY name")]
+
+    # -- embedder identity -----------------------------------------------------------------
+
+    def bind_embedder(self, model_ref: str, dim: int) -> None:
+        """Record the store's embedding model on first use; refuse any other afterwards."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        if row is None:
+            with self.transaction():
+                again = self.db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+                if again is None:
+                    self.db.execute(
+                        "INSERT INTO meta (key, value) VALUES ('embedder', ?)", (model_ref,)
+                    )
+                    self.vectors.ensure(dim)
+                    return
+                row = again
+        if row[0] != model_ref:
+            raise EmbedderMismatch(
+                f"this store holds vectors of {row[0]}; refusing to mix in {model_ref}"
+            )
+        if self.vectors.dim is None:
+            self.vectors = SqliteVecIndex(self.db)
+
+    def embedder_ref(self) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        return None if row is None else str(row[0])
+
+    # -- writes (call inside `transaction()`) ----------------------------------------------
+
+    def insert(self, rec: MemoryRecord, vectors: dict[str, Vector], actor: str, reason: str) -> int:
+        """Insert a new memory, its FTS row, its vectors and its `proposed` event."""
+        src, sc, val = rec.source, rec.scope, rec.validity
+        st = src.state
+        self.db.execute(
+            f"""INSERT INTO memories ({", ".join(_COLUMNS[1:])})
+                VALUES ({",".join("?" * (len(_COLUMNS) - 1))})""",
+            (
+                rec.id, sc.tenant, sc.namespace, rec.kind.value, rec.content,
+                st.text if st else None, json.dumps(st.facts) if st else None,
+                int(src.state_unknown), src.action,
+                None if src.outcome.success is None else int(src.outcome.success),
+                src.outcome.reward, src.episode_id, src.step, json.dumps(list(src.evidence)),
+                json.dumps(list(rec.conditions)), rec.entity, rec.attribute,
+                json.dumps(rec.value), int(rec.multi_valued), json.dumps(sorted(sc.roles)),
+                sc.role_key, int(sc.classification), sc.consent, int(rec.authority),
+                val.valid_from, val.valid_until, val.recorded_at, LifecycleState.PROPOSED.value,
+                0, 0, 0, 0, rec.policy_version, rec.supersedes, rec.superseded_by,
+                rec.fingerprint, rec.proposed_by,
+            ),
+        )
+        rid = int(self.db.last_insert_rowid())
+        self.db.execute(
+            "INSERT INTO memories_fts (rowid, content, state_text) VALUES (?, ?, ?)",
+            (rid, rec.content, st.describe() if st else ""),
+        )
+        self.vectors.add(rid, vectors, self._vector_meta(rid))
+        self._ledger(
+            EventType.PROPOSED, sc.tenant, rec.id, None, actor, reason,
+            {"fingerprint": rec.fingerprint, "kind": rec.kind.value, "namespace": sc.namespace},
+        )
+        return rid
+
+    def append_event(
+        self,
+        memory_id: str,
+        event: EventType,
+        actor: str,
+        reason: str,
+        data: dict[str, Any] | None = None,
+        recall_id: str | None = None,
+    ) -> Folded:
+        """Write one ledger event for a memory and apply its effect to the stored row."""
+        data = dict(data or {})
+        row = self.db.execute(
+            "SELECT rid, tenant, state, uses, successes, failures, exposures "
+            "FROM memories WHERE id = ?",
+            (memory_id,),
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no memory {memory_id}")
+        rid, tenant, state, *counts = row
+        before = Folded(LifecycleState(state), Counters(*counts))
+        after = fold(before, event, data)
+        self._ledger(event, tenant, memory_id, recall_id, actor, reason, data)
+        c = after.counters
+        self.db.execute(
+            "UPDATE memories SET state = ?, uses = ?, successes = ?, failures = ?, exposures = ? "
+            "WHERE rid = ?",
+            (after.state.value, c.uses, c.successes, c.failures, c.exposures, rid),
+        )
+        if after.state != before.state and after.state is not LifecycleState.ERASED:
+            self.vectors.update_meta(rid, self._vector_meta(rid))
+        return after
+
+    def log_event(
+        self,
+        event: EventType,
+        tenant: str,
+        actor: str,
+        reason: str = "",
+        data: dict[str, Any] | None = None,
+        recall_id: str | None = None,
+    ) -> None:
+        """A ledger event that concerns no single memory (e.g. a recall)."""
+        self._ledger(event, tenant, None, recall_id, actor, reason, dict(data or {}))
+
+    def set_validity_end(self, memory_id: str, valid_until: float) -> None:
+        self.db.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (valid_until, memory_id))
+        rid = self._rid(memory_id)
+        self.vectors.update_meta(rid, self._vector_meta(rid))
+
+    def link_supersession(self, old_id: str, new_id: str) -> None:
+        self.db.execute("UPDATE memories SET superseded_by = ? WHERE id = ?", (new_id, old_id))
+        self.db.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (old_id, new_id))
+
+    def erase_content(self, memory_id: str) -> None:
+        """Remove content, source text, FTS row and vectors; the row stays as a tombstone."""
+        rid = self._rid(memory_id)
+        self.db.execute(
+            "UPDATE memories SET content = '', state_text = NULL, state_facts = NULL, "
+            "action = NULL, evidence = '[]', conditions = '[]', value = 'null', "
+            "entity = NULL, attribute = NULL WHERE rid = ?",
+            (rid,),
+        )
+        self.db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
+        self.vectors.remove(rid)
+
+    def _ledger(
+        self,
+        event: EventType,
+        tenant: str,
+        memory_id: str | None,
+        recall_id: str | None,
+        actor: str,
+        reason: str,
+        data: dict[str, Any],
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO ledger (at, event, tenant, memory_id, recall_id, actor, reason, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (utcnow(), event.value, tenant, memory_id, recall_id, actor, reason,
+             json.dumps(data, sort_keys=True, default=str)),
+        )
+
+    def _rid(self, memory_id: str) -> int:
+        row = self.db.execute("SELECT rid FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no memory {memory_id}")
+        return int(row[0])
+
+    def _vector_meta(self, rid: int) -> VectorMeta:
+        r = self.db.execute(
+            "SELECT tenant, namespace, state, classification, role_key, valid_from, valid_until, "
+            "recorded_at FROM memories WHERE rid = ?",
+            (rid,),
+        ).fetchone()
+        return VectorMeta(r[0], r[1], r[2], int(r[3]), r[4], r[5], r[6], r[7])
+
+    # -- eligible reads ---------------------------------------------------------------------
+
+    def _where(self, elig: Eligibility, alias: str = "m") -> tuple[str, list[object]]:
+        keys = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT DISTINCT role_key FROM memories WHERE tenant = ?", (elig.principal.tenant,)
+            )
+        ]
+        return elig.where(elig.allowed_role_keys(keys), alias)
+
+    def get(self, memory_id: str, elig: Eligibility) -> MemoryRecord:
+        """One memory, if eligible; otherwise NotFound (never 'forbidden': that would leak)."""
+        where, params = self._where(elig)
+        row = self.db.execute(
+            f"SELECT {_SELECT} FROM memories m WHERE m.id = ? AND {where}", (memory_id, *params)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no memory {memory_id} visible to this principal")
+        return _record(row)
+
+    def by_rids(self, rids: Sequence[int], elig: Eligibility) -> dict[int, MemoryRecord]:
+        if not rids:
+            return {}
+        where, params = self._where(elig)
+        rows = self.db.execute(
+            f"SELECT {_SELECT} FROM memories m WHERE m.rid IN ({','.join('?' * len(rids))}) "
+            f"AND {where}",
+            (*rids, *params),
+        ).fetchall()
+        return {int(r[0]): _record(r) for r in rows}
+
+    def list(
+        self, elig: Eligibility, limit: int = 100, offset: int = 0
+    ) -> list[MemoryRecord]:
+        where, params = self._where(elig)
+        rows = self.db.execute(
+            f"SELECT {_SELECT} FROM memories m WHERE {where} ORDER BY m.rid LIMIT ? OFFSET ?",
+            (*params, int(limit), int(offset)),
+        ).fetchall()
+        return [_record(r) for r in rows]
+
+    def count(self, elig: Eligibility) -> dict[str, int]:
+        """Eligible memories counted by lifecycle state."""
+        where, params = self._where(elig)
+        return {
+            str(s): int(n)
+            for s, n in self.db.execute(
+                f"SELECT m.state, COUNT(*) FROM memories m WHERE {where} GROUP BY m.state", params
+            )
+        }
+
+    def history(self, memory_id: str, elig: Eligibility) -> list[LedgerEvent]:
+        self.get(memory_id, elig)  # eligibility check; raises NotFound
+        return self._events("memory_id = ?", (memory_id,))
+
+    def ledger(self, elig: Eligibility, limit: int = 100) -> list[LedgerEvent]:
+        """Recent ledger events of the principal's tenant that concern eligible memories."""
+        where, params = self._where(elig)
+        return self._events(
+            f"""tenant = ? AND (memory_id IS NULL OR memory_id IN
+                (SELECT m.id FROM memories m WHERE {where}))""",
+            (elig.principal.tenant, *params),
+            limit=limit,
+            newest_first=True,
+        )
+
+    def _events(
+        self,
+        where: str,
+        params: Sequence[object],
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[LedgerEvent]:
+        order = "DESC" if newest_first else "ASC"
+        lim = f" LIMIT {int(limit)}" if limit else ""
+        rows = self.db.execute(
+            "SELECT seq, at, event, tenant, memory_id, recall_id, actor, reason, data "
+            f"FROM ledger WHERE {where} ORDER BY seq {order}{lim}",
+            tuple(params),
+        ).fetchall()
+        return [
+            LedgerEvent(s, a, EventType(e), t, m, r, ac, re_, json.loads(d))
+            for s, a, e, t, m, r, ac, re_, d in rows
+        ]
+
+    def dense(
+        self, field: str, query: Vector, k: int, elig: Eligibility
+    ) -> list[tuple[int, float]]:
+        """Exact KNN over eligible rows: (rid, cosine similarity)."""
+        where, params = self._where(elig, alias="")
+        return self.vectors.search(field, query, k, where, params)
+
+    def lexical(self, text: str, k: int, elig: Eligibility) -> list[tuple[int, float]]:
+        """FTS5 bm25 over eligible rows: (rid, score), best first; score is -bm25 (>0)."""
+        terms = [t for t in re.findall(r"\w+", text.lower()) if len(t) > 1][:32]
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
+        where, params = self._where(elig)
+        rows = self.db.execute(
+            f"""SELECT f.rowid, -bm25(memories_fts) AS score FROM memories_fts f
+                JOIN memories m ON m.rid = f.rowid
+                WHERE memories_fts MATCH ? AND {where}
+                ORDER BY bm25(memories_fts) LIMIT ?""",
+            (match, *params, int(k)),
+        ).fetchall()
+        return [(int(r), float(s)) for r, s in rows]
+
+    def by_fingerprint(self, tenant: str, fingerprint: str) -> MemoryRecord | None:
+        row = self.db.execute(
+            f"SELECT {_SELECT} FROM memories m WHERE m.tenant = ? AND m.fingerprint = ? "
+            "AND m.state NOT IN ('ERASED', 'REJECTED', 'REVOKED') ORDER BY m.rid LIMIT 1",
+            (tenant, fingerprint),
+        ).fetchone()
+        return None if row is None else _record(row)
+
+    def same_key(
+        self, tenant: str, namespace: str, entity: str, attribute: str
+    ) -> list[MemoryRecord]:
+        """Facts of the tenant and namespace with this (entity, attribute), oldest first."""
+        rows = self.db.execute(
+            f"SELECT {_SELECT} FROM memories m WHERE m.tenant = ? AND m.namespace = ? "
+            "AND m.entity = ? AND m.attribute = ? AND m.state IN ('ACTIVE', 'LOW_VALUE', "
+            "'INVALIDATED') ORDER BY m.rid",
+            (tenant, namespace, entity, attribute),
+        ).fetchall()
+        return [_record(r) for r in rows]
+
+    def content_of(self, memory_id: str) -> MemoryRecord:
+        """Unfiltered read for internal writers (supersession, feedback); never exposed."""
+        row = self.db.execute(
+            f"SELECT {_SELECT} FROM memories m WHERE m.id = ?", (memory_id,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no memory {memory_id}")
+        return _record(row)
+
+    # -- recalls and feedback ---------------------------------------------------------------
+
+    def save_recall(self, rec: StoredRecall) -> None:
+        self.db.execute(
+            "INSERT INTO recalls (id, tenant, at, namespace, state_hash, mode, served, payload) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (rec.id, rec.tenant, rec.at, rec.namespace, rec.state_hash, rec.mode,
+             json.dumps(list(rec.served)), json.dumps(rec.payload, default=str)),
+        )
+
+    def get_recall(self, recall_id: str, tenant: str) -> StoredRecall:
+        row = self.db.execute(
+            "SELECT id, tenant, at, namespace, state_hash, mode, served, payload FROM recalls "
+            "WHERE id = ? AND tenant = ?",
+            (recall_id, tenant),
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no recall {recall_id} for this tenant")
+        i, t, at, ns, sh, mode, served, payload = row
+        return StoredRecall(i, t, at, ns, sh, mode, tuple(json.loads(served)), json.loads(payload))
+
+    def feedback_digest(self, recall_id: str) -> str | None:
+        row = self.db.execute(
+            "SELECT digest FROM feedback WHERE recall_id = ?", (recall_id,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def save_feedback(
+        self, recall_id: str, tenant: str, success: bool, used: Sequence[str],
+        reward: float | None, digest: str,
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO feedback (recall_id, tenant, at, success, used, reward, digest) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (recall_id, tenant, utcnow(), int(success), json.dumps(list(used)), reward, digest),
+        )
+
+    # -- maintenance ------------------------------------------------------------------------
+
+    def record_failure(self, component: str, error: str) -> None:
+        self.db.execute(
+            "INSERT INTO maintenance_failures (at, component, error) VALUES (?, ?, ?)",
+            (utcnow(), component, error[:2000]),
+        )
+
+    def failures(self) -> dict[str, int]:
+        return {
+            str(c): int(n)
+            for c, n in self.db.execute(
+                "SELECT component, COUNT(*) FROM maintenance_failures GROUP BY component"
+            )
+        }
+
+    def rebuild(self, repair: bool = False) -> RebuildReport:
+        """Replay every memory's ledger events and compare with the stored state and counters."""
+        stored = {
+            r[0]: Folded(LifecycleState(r[1]), Counters(*r[2:]))
+            for r in self.db.execute(
+                "SELECT id, state, uses, successes, failures, exposures FROM memories"
+            )
+        }
+        events: dict[str, list[LedgerEvent]] = {}
+        for ev in self._events("memory_id IS NOT NULL", ()):
+            assert ev.memory_id is not None
+            events.setdefault(ev.memory_id, []).append(ev)
+        bad = [mid for mid, have in stored.items() if replay(events.get(mid, [])) != have]
+        if repair and bad:
+            with self.transaction():
+                for mid in bad:
+                    f = replay(events.get(mid, []))
+                    if f is None:
+                        continue
+                    c = f.counters
+                    self.db.execute(
+                        "UPDATE memories SET state = ?, uses = ?, successes = ?, failures = ?, "
+                        "exposures = ? WHERE id = ?",
+                        (f.state.value, c.uses, c.successes, c.failures, c.exposures, mid),
+                    )
+        return RebuildReport(len(stored), tuple(bad), repair and bool(bad))
+
+    def integrity(self) -> str:
+        row = self.db.execute("PRAGMA quick_check").fetchone()
+        return str(row[0])
+
+    def orphans(self) -> int:
+        """Recallable memories that lack a vector (must be zero)."""
+        if self.vectors.dim is None:
+            return 0
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM memories m WHERE m.state != 'ERASED' "
+            "AND m.rid NOT IN (SELECT rid FROM vec_content)"
+        ).fetchone()
+        return int(row[0])
+
+
+def _record(row: Sequence[Any]) -> MemoryRecord:
+    d = dict(zip(_COLUMNS, row, strict=True))
+    state = None
+    if d["state_text"] is not None or d["state_facts"] is not None:
+        state = State(d["state_text"] or "", json.loads(d["state_facts"] or "{}"))
+    success = None if d["success"] is None else bool(d["success"])
+    return MemoryRecord(
+        id=d["id"],
+        content=d["content"],
+        kind=Kind(d["kind"]),
+        source=Source(
+            state=state,
+            state_unknown=bool(d["state_unknown"]),
+            action=d["action"],
+            outcome=Outcome(success=success, reward=d["reward"]),
+            episode_id=d["episode_id"],
+            step=d["step"],
+            evidence=tuple(json.loads(d["evidence"])),
+        ),
+        conditions=tuple(json.loads(d["conditions"])),
+        entity=d["entity"],
+        attribute=d["attribute"],
+        value=json.loads(d["value"]) if d["value"] is not None else None,
+        multi_valued=bool(d["multi_valued"]),
+        scope=Scope(
+            tenant=d["tenant"],
+            namespace=d["namespace"],
+            roles=frozenset(json.loads(d["roles"])),
+            classification=Classification(d["classification"]),
+            consent=d["consent"],
+        ),
+        authority=Authority(d["authority"]),
+        validity=Validity(
+            valid_from=d["valid_from"], valid_until=d["valid_until"], recorded_at=d["recorded_at"]
+        ),
+        state=LifecycleState(d["state"]),
+        counters=Counters(
+            uses=d["uses"], successes=d["successes"], failures=d["failures"],
+            exposures=d["exposures"],
+        ),
+        policy_version=d["policy_version"],
+        supersedes=d["supersedes"],
+        superseded_by=d["superseded_by"],
+        fingerprint=d["fingerprint"],
+        proposed_by=d["proposed_by"],
+    )

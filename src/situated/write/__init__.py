@@ -1,0 +1,1 @@
+"""Writing: proposals and the policies that promote them."""
