@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 from situated.conditions import parse_condition
 from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
-from situated.errors import InvalidInput, NotFound, PermissionDenied, UsageError
+from situated.errors import InvalidInput, PermissionDenied, UsageError
 from situated.learning.lifecycle import LifecycleRules
 from situated.models import (
     OPEN_END,
@@ -235,14 +236,15 @@ class Memory:
         auth = parse_authority(authority)
         unknown = state is None or state.is_empty
         scope = validate_input(
-            "scope",
+            "",
             lambda: Scope(
                 tenant=principal.tenant, namespace=namespace, roles=frozenset(roles),
-                classification=classification, consent=consent,
+                classification=classification,  # type: ignore[arg-type]  # validator parses
+                consent=consent,
             ),
         )
         source = validate_input(
-            "source",
+            "",
             lambda: Source(
                 state=None if unknown else state, state_unknown=unknown, action=action,
                 outcome=Outcome(success=success, reward=reward), episode_id=episode_id,
@@ -290,7 +292,9 @@ class Memory:
                 {"by": rec.id, "old_value": old.value, "new_value": rec.value},
             )
 
-    def promote(self, memory_id: str, *, reviewer: Principal, reason: str = "approved") -> MemoryRecord:
+    def promote(
+        self, memory_id: str, *, reviewer: Principal, reason: str = "approved"
+    ) -> MemoryRecord:
         """Approve a proposal held for review."""
         return self._review(memory_id, reviewer, EventType.PROMOTED, reason)
 
@@ -362,7 +366,7 @@ class Memory:
         if not isinstance(intent, str) or len(intent) > 2000:
             raise InvalidInput("intent", "must be a string of at most 2000 characters")
         if namespace is not None:
-            validate_input("namespace", lambda: Scope(tenant="t", namespace=namespace))
+            validate_input("", lambda: Scope(tenant="t", namespace=namespace))
         req = RecallRequest(
             state=state, principal=principal, intent=intent, namespace=namespace, k=k,
             budget_tokens=budget_tokens, as_of=to_epoch(as_of, "as_of"),
@@ -450,7 +454,7 @@ class Memory:
         """One memory the principal may read, in any lifecycle state; NotFound otherwise."""
         return self.store.get(memory_id, Eligibility.for_inspection(principal))
 
-    def history(self, memory_id: str, *, principal: Principal) -> list[LedgerEvent]:
+    def history(self, memory_id: str, *, principal: Principal) -> builtins.list[LedgerEvent]:
         """The ledger events of one memory the principal may read, oldest first."""
         return self.store.history(memory_id, Eligibility.for_inspection(principal))
 
@@ -462,7 +466,7 @@ class Memory:
         states: Iterable[LifecycleState | str] | None = None,
         limit: int = 100,
         offset: int = 0,
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         """Memories the principal may read, oldest first."""
         elig = Eligibility.for_inspection(principal, namespace)
         if states is not None:
@@ -473,31 +477,32 @@ class Memory:
             elig = Eligibility(principal, elig.namespaces, wanted)
         if not 1 <= limit <= 10_000:
             raise InvalidInput("limit", "must be from 1 to 10000")
-        return self.store.list(elig, limit, max(0, offset))
+        return self.store.page(elig, limit, max(0, offset))
 
-    def export(self, *, principal: Principal, namespace: str | None = None) -> Iterator[dict[str, Any]]:
+    def export(
+        self, *, principal: Principal, namespace: str | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Every memory the principal may read, as JSON-ready dicts, in pages."""
         elig = Eligibility.for_inspection(principal, namespace)
         offset = 0
         while True:
-            page = self.store.list(elig, 500, offset)
+            page = self.store.page(elig, 500, offset)
             if not page:
                 return
             for rec in page:
                 yield rec.model_dump(mode="json")
             offset += len(page)
 
-    def ledger(self, *, principal: Principal, limit: int = 100) -> list[LedgerEvent]:
+    def ledger(self, *, principal: Principal, limit: int = 100) -> builtins.list[LedgerEvent]:
         """Recent ledger events the principal may see, newest first."""
         return self.store.ledger(Eligibility.for_inspection(principal), limit)
 
     def stats(self, *, principal: Principal) -> Stats:
         """Counts of what this principal may see."""
         elig = Eligibility.for_inspection(principal)
-        db = self.store.db
         t = principal.tenant
-        recalls = db.execute("SELECT COUNT(*) FROM recalls WHERE tenant = ?", (t,)).fetchone()[0]
-        fb = db.execute("SELECT COUNT(*) FROM feedback WHERE tenant = ?", (t,)).fetchone()[0]
+        recalls = self.store._all("SELECT COUNT(*) FROM recalls WHERE tenant = ?", (t,))[0][0]
+        fb = self.store._all("SELECT COUNT(*) FROM feedback WHERE tenant = ?", (t,))[0][0]
         return Stats(
             tenant=t,
             memories_by_state=self.store.count(elig),
@@ -528,13 +533,3 @@ class Memory:
     def rebuild(self, *, repair: bool = False) -> RebuildReport:
         """Replay the ledger and compare (or repair) stored lifecycle states and counters."""
         return self.store.rebuild(repair=repair)
-
-
-def _as_facts(facts: Mapping[str, FactValue] | None) -> dict[str, FactValue]:
-    return dict(facts or {})
-
-
-def _require(memory: MemoryRecord | None, memory_id: str) -> MemoryRecord:
-    if memory is None:
-        raise NotFound(f"no memory {memory_id}")
-    return memory

@@ -155,7 +155,7 @@ class State(_Frozen):
     facts: dict[str, FactValue] = Field(default_factory=dict)
 
     def __init__(self, text: str = "", facts: Mapping[str, FactValue] | None = None, **kw: Any):
-        super().__init__(text=text, facts=dict(facts or {}), **kw)
+        super().__init__(text=text, facts=dict(facts or {}), **kw)  # type: ignore[call-arg]
 
     @field_validator("text")
     @classmethod
@@ -173,7 +173,7 @@ class State(_Frozen):
             raise ValueError(f"more than {MAX_FACTS} facts")
         for key, val in v.items():
             if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,99}$", key):
-                raise ValueError(f"fact name {key!r} must be an identifier (letters, digits, _ . -)")
+                raise ValueError(f"fact name {key!r} must be an identifier (letters, digits, _.-)")
             if val is not None and not isinstance(val, str | int | float | bool):
                 raise ValueError(f"fact {key!r} must be a scalar, got {type(val).__name__}")
             if isinstance(val, float) and not math.isfinite(val):
@@ -332,7 +332,9 @@ class Principal(_Frozen):
         name: str = "agent",
         **kw: Any,
     ):
-        super().__init__(tenant=tenant, roles=roles, clearance=clearance, name=name, **kw)
+        super().__init__(  # type: ignore[call-arg]
+            tenant=tenant, roles=roles, clearance=clearance, name=name, **kw
+        )
 
     @field_validator("tenant", "name")
     @classmethod

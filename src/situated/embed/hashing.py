@@ -15,6 +15,15 @@ from situated.embed.base import Embedder, Vector
 from situated.errors import InvalidInput
 
 _WORD = re.compile(r"\w+")
+# Without document frequencies, the commonest English words would dominate every cosine:
+# they keep a fifth of a word's weight.
+_STOP_WORDS = frozenset(
+    "a about all also am an and any are as at be been but by can could did do does for from had "
+    "has have he her his how i if in into is it its me my no not of on or our she so than that "
+    "the their them then there these they this to too up us was we were what when which who "
+    "will with would you your".split()
+)
+_STOP_WEIGHT = 0.2
 
 
 @lru_cache(maxsize=1 << 16)
@@ -28,19 +37,20 @@ def _features(text: str) -> dict[str, float]:
     """Weighted features of a text: lowercase words and the trigrams of each padded word.
 
     A word weighs 1 + ln(count), sublinear so that one word said five times does not drown the
-    rest, and its trigrams share that same weight between them: exact word matches dominate and
-    the trigrams add credit for shared stems, inflections and typos.
+    rest (a fifth of that for stop words). Its n trigrams weigh that over sqrt(n) each, so they
+    have the word's norm between them: exact words count most, and trigrams add credit for shared
+    stems, inflections and typos.
     """
     words = Counter(_WORD.findall(text.lower()))
     features: dict[str, float] = {}
     for word, count in words.items():
-        weight = 1.0 + math.log(count)
+        weight = (1.0 + math.log(count)) * (_STOP_WEIGHT if word in _STOP_WORDS else 1.0)
         features["w:" + word] = weight
         padded = f"<{word}>"
         trigrams = [padded[i : i + 3] for i in range(len(padded) - 2)]
         for trigram in trigrams:
             key = "t:" + trigram
-            features[key] = features.get(key, 0.0) + weight / len(trigrams)
+            features[key] = features.get(key, 0.0) + weight / math.sqrt(len(trigrams))
     return features
 
 

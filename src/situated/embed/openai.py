@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import numpy as np
 
 from situated.embed.base import Embedder, Vector
 from situated.errors import InvalidInput, ModelError
+
+if TYPE_CHECKING:
+    import httpx  # imported on first request: it is a tenth of a second of import time
 
 _PROBE_TEXT = "dimension probe"
 
@@ -95,6 +97,8 @@ class OpenAIEmbedder(Embedder):
 
     def _http(self) -> httpx.Client:
         """The shared HTTP client, created on first use."""
+        import httpx
+
         with self._lock:
             if self._client is None:
                 headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
@@ -103,6 +107,8 @@ class OpenAIEmbedder(Embedder):
 
     def _request(self, texts: list[str]) -> Vector:
         """POST texts to the endpoint; returns one validated row per text."""
+        import httpx
+
         try:
             response = self._http().post(self.url, json={"model": self.model, "input": texts})
         except httpx.TimeoutException as exc:
@@ -143,7 +149,7 @@ def _parse(payload: Any, count: int, url: str) -> Vector:
     dims = {len(row) for row in rows if row is not None}
     if len(dims) != 1:
         raise ModelError(f"{url} returned embeddings of mixed dimensions {sorted(dims)}")
-    vectors = np.asarray(rows, dtype=np.float32)
-    if not np.isfinite(vectors).all():
-        raise ModelError(f"{url} returned non-finite values")
-    return vectors
+    values = np.asarray(rows, dtype=np.float64)
+    if not np.isfinite(values).all() or np.abs(values).max() > np.finfo(np.float32).max:
+        raise ModelError(f"{url} returned non-finite or out-of-range values")
+    return values.astype(np.float32)

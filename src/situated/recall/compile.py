@@ -30,9 +30,9 @@ class TokenCounter:
             from situated.embed.static import default_tokenizer_path
 
             self._tok = Tokenizer.from_file(str(default_tokenizer_path()))
-            self._tok.no_truncation()  # type: ignore[attr-defined]
+            self._tok.no_truncation()
             self.name = "tokenizers:minilm"
-        except (ImportError, OSError, ValueError, Exception):  # noqa: BLE001
+        except (ImportError, OSError, ValueError, Exception):
             # any failure to load the tokenizer file falls back to the documented estimate
             self._tok = None
 

@@ -33,7 +33,7 @@ from situated.recall.retrieve import Candidate, retrieve
 from situated.recall.score import score
 from situated.recall.validate import validate
 from situated.store.ledger import EventType
-from situated.store.sqlite import StoredRecall, Store
+from situated.store.sqlite import Store, StoredRecall
 
 PIPELINE_VERSION = "1"
 OVERFETCH = 4
@@ -241,7 +241,9 @@ def run_recall(
     return briefing
 
 
-def _reconstruct(store: Store, reconstructor: Reconstructor, item: ReconstructionInput) -> Reconstruction:
+def _reconstruct(
+    store: Store, reconstructor: Reconstructor, item: ReconstructionInput
+) -> Reconstruction:
     """Run the reconstructor; a model failure falls back to `rules`, loudly (counted in health)."""
     try:
         return reconstructor.reconstruct(item)

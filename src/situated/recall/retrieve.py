@@ -39,7 +39,9 @@ def retrieve(
     content = store.dense("content", query, k, elig)
     state = store.dense("state", query, k, elig)
     lexical = store.lexical(query_text, k, elig)
-    rankings = {"content": content, "state": state, "lexical": lexical}
+    rankings: dict[str, list[tuple[int, float]]] = {
+        "content": content, "state": state, "lexical": lexical
+    }
     fused: dict[int, float] = {}
     ranks: dict[int, dict[str, int]] = {}
     for name, ranked in rankings.items():
@@ -49,7 +51,7 @@ def retrieve(
     top = sorted(fused, key=lambda r: -fused[r])[:k]
     records = store.by_rids(top, elig)  # eligibility applied again on the record table
     sims = _similarities(store, query, top, dict(content), dict(state))
-    lex = dict(lexical)
+    lex: dict[int, float] = dict(lexical)
     best = max(fused.values(), default=1.0)
     out = []
     for rid in top:

@@ -32,7 +32,7 @@ def utility_posterior(successes: int, uses: int) -> tuple[float, float]:
 
 def trust(record: MemoryRecord) -> float:
     """From authority, nudged by evidence: a recorded successful outcome, evidence references."""
-    t = AUTHORITY_TRUST[record.authority]
+    t: float = AUTHORITY_TRUST[record.authority]
     if record.source.outcome.success is True:
         t += 0.03
     elif record.source.outcome.success is False:
@@ -44,7 +44,7 @@ def trust(record: MemoryRecord) -> float:
 
 def freshness(record: MemoryRecord, now: float) -> float:
     age_days = max(0.0, now - record.validity.recorded_at) / 86400.0
-    return round(0.5 ** (age_days / FRESHNESS_HALF_LIFE_DAYS), 4)
+    return round(float(0.5 ** (age_days / FRESHNESS_HALF_LIFE_DAYS)), 4)
 
 
 def score(

@@ -92,6 +92,14 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
+    def _all(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self.db.execute(sql, tuple(params)).fetchall()
+        return rows
+
+    def _one(self, sql: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
+        rows = self._all(sql, params)
+        return rows[0] if rows else None
+
     # -- transactions and migrations -------------------------------------------------------
 
     @contextmanager
@@ -134,10 +142,10 @@ class Store:
 
     def bind_embedder(self, model_ref: str, dim: int) -> None:
         """Record the store's embedding model on first use; refuse any other afterwards."""
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        row = self._one("SELECT value FROM meta WHERE key = 'embedder'")
         if row is None:
             with self.transaction():
-                again = self.db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+                again = self._one("SELECT value FROM meta WHERE key = 'embedder'")
                 if again is None:
                     self.db.execute(
                         "INSERT INTO meta (key, value) VALUES ('embedder', ?)", (model_ref,)
@@ -153,7 +161,7 @@ class Store:
             self.vectors = SqliteVecIndex(self.db)
 
     def embedder_ref(self) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        row = self._one("SELECT value FROM meta WHERE key = 'embedder'")
         return None if row is None else str(row[0])
 
     # -- writes (call inside `transaction()`) ----------------------------------------------
@@ -202,11 +210,11 @@ class Store:
     ) -> Folded:
         """Write one ledger event for a memory and apply its effect to the stored row."""
         data = dict(data or {})
-        row = self.db.execute(
+        row = self._one(
             "SELECT rid, tenant, state, uses, successes, failures, exposures "
             "FROM memories WHERE id = ?",
             (memory_id,),
-        ).fetchone()
+        )
         if row is None:
             raise NotFound(f"no memory {memory_id}")
         rid, tenant, state, *counts = row
@@ -236,7 +244,9 @@ class Store:
         self._ledger(event, tenant, None, recall_id, actor, reason, dict(data or {}))
 
     def set_validity_end(self, memory_id: str, valid_until: float) -> None:
-        self.db.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (valid_until, memory_id))
+        self.db.execute(
+            "UPDATE memories SET valid_until = ? WHERE id = ?", (valid_until, memory_id)
+        )
         rid = self._rid(memory_id)
         self.vectors.update_meta(rid, self._vector_meta(rid))
 
@@ -274,17 +284,19 @@ class Store:
         )
 
     def _rid(self, memory_id: str) -> int:
-        row = self.db.execute("SELECT rid FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        row = self._one("SELECT rid FROM memories WHERE id = ?", (memory_id,))
         if row is None:
             raise NotFound(f"no memory {memory_id}")
         return int(row[0])
 
     def _vector_meta(self, rid: int) -> VectorMeta:
-        r = self.db.execute(
+        r = self._one(
             "SELECT tenant, namespace, state, classification, role_key, valid_from, valid_until, "
             "recorded_at FROM memories WHERE rid = ?",
             (rid,),
-        ).fetchone()
+        )
+        if r is None:
+            raise NotFound(f"no memory row {rid}")
         return VectorMeta(r[0], r[1], r[2], int(r[3]), r[4], r[5], r[6], r[7])
 
     # -- eligible reads ---------------------------------------------------------------------
@@ -301,9 +313,9 @@ class Store:
     def get(self, memory_id: str, elig: Eligibility) -> MemoryRecord:
         """One memory, if eligible; otherwise NotFound (never 'forbidden': that would leak)."""
         where, params = self._where(elig)
-        row = self.db.execute(
+        row = self._one(
             f"SELECT {_SELECT} FROM memories m WHERE m.id = ? AND {where}", (memory_id, *params)
-        ).fetchone()
+        )
         if row is None:
             raise NotFound(f"no memory {memory_id} visible to this principal")
         return _record(row)
@@ -312,21 +324,19 @@ class Store:
         if not rids:
             return {}
         where, params = self._where(elig)
-        rows = self.db.execute(
+        rows = self._all(
             f"SELECT {_SELECT} FROM memories m WHERE m.rid IN ({','.join('?' * len(rids))}) "
             f"AND {where}",
             (*rids, *params),
-        ).fetchall()
+        )
         return {int(r[0]): _record(r) for r in rows}
 
-    def list(
-        self, elig: Eligibility, limit: int = 100, offset: int = 0
-    ) -> list[MemoryRecord]:
+    def page(self, elig: Eligibility, limit: int = 100, offset: int = 0) -> list[MemoryRecord]:
         where, params = self._where(elig)
-        rows = self.db.execute(
+        rows = self._all(
             f"SELECT {_SELECT} FROM memories m WHERE {where} ORDER BY m.rid LIMIT ? OFFSET ?",
             (*params, int(limit), int(offset)),
-        ).fetchall()
+        )
         return [_record(r) for r in rows]
 
     def count(self, elig: Eligibility) -> dict[str, int]:
@@ -363,13 +373,15 @@ class Store:
     ) -> list[LedgerEvent]:
         order = "DESC" if newest_first else "ASC"
         lim = f" LIMIT {int(limit)}" if limit else ""
-        rows = self.db.execute(
+        rows = self._all(
             "SELECT seq, at, event, tenant, memory_id, recall_id, actor, reason, data "
             f"FROM ledger WHERE {where} ORDER BY seq {order}{lim}",
             tuple(params),
-        ).fetchall()
+        )
         return [
-            LedgerEvent(s, a, EventType(e), t, m, r, ac, re_, json.loads(d))
+            LedgerEvent(
+                int(s), float(a), EventType(e), str(t), m, r, str(ac), str(re_), json.loads(d)
+            )
             for s, a, e, t, m, r, ac, re_, d in rows
         ]
 
@@ -387,40 +399,40 @@ class Store:
             return []
         match = " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
         where, params = self._where(elig)
-        rows = self.db.execute(
+        rows = self._all(
             f"""SELECT f.rowid, -bm25(memories_fts) AS score FROM memories_fts f
                 JOIN memories m ON m.rid = f.rowid
                 WHERE memories_fts MATCH ? AND {where}
                 ORDER BY bm25(memories_fts) LIMIT ?""",
             (match, *params, int(k)),
-        ).fetchall()
+        )
         return [(int(r), float(s)) for r, s in rows]
 
     def by_fingerprint(self, tenant: str, fingerprint: str) -> MemoryRecord | None:
-        row = self.db.execute(
+        row = self._one(
             f"SELECT {_SELECT} FROM memories m WHERE m.tenant = ? AND m.fingerprint = ? "
             "AND m.state NOT IN ('ERASED', 'REJECTED', 'REVOKED') ORDER BY m.rid LIMIT 1",
             (tenant, fingerprint),
-        ).fetchone()
+        )
         return None if row is None else _record(row)
 
     def same_key(
         self, tenant: str, namespace: str, entity: str, attribute: str
     ) -> list[MemoryRecord]:
         """Facts of the tenant and namespace with this (entity, attribute), oldest first."""
-        rows = self.db.execute(
+        rows = self._all(
             f"SELECT {_SELECT} FROM memories m WHERE m.tenant = ? AND m.namespace = ? "
             "AND m.entity = ? AND m.attribute = ? AND m.state IN ('ACTIVE', 'LOW_VALUE', "
             "'INVALIDATED') ORDER BY m.rid",
             (tenant, namespace, entity, attribute),
-        ).fetchall()
+        )
         return [_record(r) for r in rows]
 
     def content_of(self, memory_id: str) -> MemoryRecord:
         """Unfiltered read for internal writers (supersession, feedback); never exposed."""
-        row = self.db.execute(
+        row = self._one(
             f"SELECT {_SELECT} FROM memories m WHERE m.id = ?", (memory_id,)
-        ).fetchone()
+        )
         if row is None:
             raise NotFound(f"no memory {memory_id}")
         return _record(row)
@@ -436,20 +448,20 @@ class Store:
         )
 
     def get_recall(self, recall_id: str, tenant: str) -> StoredRecall:
-        row = self.db.execute(
+        row = self._one(
             "SELECT id, tenant, at, namespace, state_hash, mode, served, payload FROM recalls "
             "WHERE id = ? AND tenant = ?",
             (recall_id, tenant),
-        ).fetchone()
+        )
         if row is None:
             raise NotFound(f"no recall {recall_id} for this tenant")
         i, t, at, ns, sh, mode, served, payload = row
         return StoredRecall(i, t, at, ns, sh, mode, tuple(json.loads(served)), json.loads(payload))
 
     def feedback_digest(self, recall_id: str) -> str | None:
-        row = self.db.execute(
+        row = self._one(
             "SELECT digest FROM feedback WHERE recall_id = ?", (recall_id,)
-        ).fetchone()
+        )
         return None if row is None else str(row[0])
 
     def save_feedback(
@@ -506,18 +518,18 @@ class Store:
         return RebuildReport(len(stored), tuple(bad), repair and bool(bad))
 
     def integrity(self) -> str:
-        row = self.db.execute("PRAGMA quick_check").fetchone()
-        return str(row[0])
+        row = self._one("PRAGMA quick_check")
+        return "no result" if row is None else str(row[0])
 
     def orphans(self) -> int:
         """Recallable memories that lack a vector (must be zero)."""
         if self.vectors.dim is None:
             return 0
-        row = self.db.execute(
+        row = self._one(
             "SELECT COUNT(*) FROM memories m WHERE m.state != 'ERASED' "
             "AND m.rid NOT IN (SELECT rid FROM vec_content)"
-        ).fetchone()
-        return int(row[0])
+        )
+        return 0 if row is None else int(row[0])
 
 
 def _record(row: Sequence[Any]) -> MemoryRecord:

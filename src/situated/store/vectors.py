@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import apsw
 import numpy as np
@@ -65,7 +65,7 @@ class SqliteVecIndex:
     def __init__(self, db: apsw.Connection) -> None:
         self.db = db
         self.dim: int | None = None
-        row = db.execute("SELECT value FROM meta WHERE key = 'vector_dim'").fetchone()
+        row: Any = db.execute("SELECT value FROM meta WHERE key = 'vector_dim'").fetchone()
         if row:
             self.dim = int(row[0])
 
@@ -118,7 +118,7 @@ class SqliteVecIndex:
         if self.dim is None or field not in FIELDS:
             return []
         k = max(1, min(k, MAX_K))
-        rows = self.db.execute(
+        rows: list[Any] = self.db.execute(
             f"""SELECT rid, distance FROM vec_{field}
                 WHERE embedding MATCH ? AND k = ? AND {where}
                 ORDER BY distance""",
@@ -130,7 +130,7 @@ class SqliteVecIndex:
         if self.dim is None or not rids:
             return {}
         marks = ",".join("?" * len(rids))
-        rows = self.db.execute(
+        rows: list[Any] = self.db.execute(
             f"SELECT rid, embedding FROM vec_{field} WHERE rid IN ({marks})", tuple(rids)
         ).fetchall()
         return {int(r): np.frombuffer(b, dtype=np.float32) for r, b in rows}

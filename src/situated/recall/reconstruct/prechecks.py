@@ -5,9 +5,11 @@ Each returns a finished `Reconstruction` when it settles the candidate, or None 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from situated.conditions import ConditionResult, Truth, evaluate, parse_condition
 from situated.errors import ConditionSyntaxError
-from situated.models import Kind, LifecycleState, from_epoch
+from situated.models import FactValue, Kind, LifecycleState, from_epoch
 from situated.recall.briefing import Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import ReconstructionInput
 
@@ -64,14 +66,16 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     return None
 
 
-def evaluate_conditions(conditions: tuple[str, ...], facts: dict[str, object]) -> list[ConditionResult]:
+def evaluate_conditions(
+    conditions: tuple[str, ...], facts: Mapping[str, FactValue]
+) -> list[ConditionResult]:
     out = []
     for text in conditions:
         try:
             cond = parse_condition(text)
         except ConditionSyntaxError:
             continue  # validated at write; an old unparsable row is skipped, not trusted
-        out.append(evaluate(cond, facts))  # type: ignore[arg-type]
+        out.append(evaluate(cond, facts))
     return out
 
 

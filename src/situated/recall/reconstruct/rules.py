@@ -216,7 +216,8 @@ class RulesReconstructor(Reconstructor):
             Authority.SYSTEM_OBSERVED: 0.85,
             Authority.EXTERNALLY_VERIFIED: 0.9,
         }[rec.authority]
-        verdict = Verdict.APPLICABLE if (matched or rec.kind is not Kind.LESSON) else Verdict.PARTIAL
+        stateless_ok = matched or rec.kind is not Kind.LESSON
+        verdict = Verdict.APPLICABLE if stateless_ok else Verdict.PARTIAL
         return Reconstruction(
             memory_id=rec.id, verdict=verdict, confidence=base, guidance=rec.content,
             transferable=tuple(Claim(s) for s in _sentences(rec.content)),

@@ -1,0 +1,679 @@
+"""The `situated` command line: thin commands that parse, call `Memory`, and print.
+
+Output is JSON lines wherever a program reads it (add, inspect, history, ledger, list, export,
+feedback, stats, health); `--plain` prints a table for people instead. `recall` prints the
+rendered briefing (what an agent reads) and JSON with `--json`. A domain error
+(`SituatedError`) is one line on stderr, `error: <field>: <message>`, and exit code 1; a usage
+mistake (unknown option, missing argument) is typer's own message and exit code 2.
+"""
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, is_dataclass
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import apsw
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from typer.core import TyperGroup
+
+from situated.embed import DEFAULT_EMBEDDER, available_embedders
+from situated.errors import InvalidInput, SituatedError
+from situated.memory import Memory
+from situated.models import OPEN_END, FactValue, MemoryRecord, Principal, State, validate_input
+from situated.recall.reconstruct import Policy
+from situated.store.ledger import LedgerEvent
+from situated.store.sqlite import Store
+
+DB_ENV = "SITUATED_DB"
+DEFAULT_DB = "situated.db"
+
+
+class _Group(TyperGroup):
+    """Turns domain errors into one line on stderr and exit code 1."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SituatedError as exc:
+            _fail(str(exc))
+        except apsw.Error as exc:  # the database file itself: unreadable, not SQLite, locked
+            _fail(f"database: {exc}")
+
+
+def _fail(message: str) -> None:
+    typer.echo("error: " + " ".join(message.split()), err=True)
+    raise typer.Exit(1)
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="situated",
+    help="Experience memory for LLM agents, compiled at recall instead of replayed from storage.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Global options, shared by every command."""
+
+    db: Path
+    embedder: str | None
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    db: Annotated[
+        Path,
+        typer.Option("--db", envvar=DB_ENV, help=f"The SQLite file (env {DB_ENV})."),
+    ] = Path(DEFAULT_DB),
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder",
+            envvar="SITUATED_EMBEDDER",
+            help="Embedder name (hash, minilm-static, openai, or a plugin). Default: the one "
+            f"the store was created with, else {DEFAULT_EMBEDDER}.",
+        ),
+    ] = None,
+) -> None:
+    """Experience memory for LLM agents, compiled at recall instead of replayed from storage."""
+    ctx.obj = Settings(db=db, embedder=embedder)
+
+
+# -- shared options --------------------------------------------------------------------------
+
+Tenant = Annotated[
+    str, typer.Option("--tenant", envvar="SITUATED_TENANT", help="Tenant to act for.")
+]
+Roles = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--role", envvar="SITUATED_ROLES", help="A role held (repeatable; env: space-separated)."
+    ),
+]
+Clearance = Annotated[
+    str,
+    typer.Option(
+        "--clearance",
+        envvar="SITUATED_CLEARANCE",
+        help="Highest classification readable: public, internal, confidential, restricted.",
+    ),
+]
+Actor = Annotated[
+    str,
+    typer.Option("--actor", envvar="SITUATED_ACTOR", help="Name recorded as the ledger actor."),
+]
+Plain = Annotated[bool, typer.Option("--plain", "-p", help="A table for people, not JSON lines.")]
+Facts = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fact", help="A state fact key=value (repeatable); numbers, true/false/null parsed."
+    ),
+]
+Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace.")]
+
+
+def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str) -> Principal:
+    return validate_input(
+        "principal",
+        lambda: Principal(tenant=tenant, roles=frozenset(roles or ()), clearance=clearance,
+                          name=actor),
+    )
+
+
+@contextmanager
+def _memory(ctx: typer.Context) -> Iterator[Memory]:
+    settings: Settings = ctx.obj
+    path = settings.db
+    if not path.parent.exists():
+        raise InvalidInput("db", f"directory {str(path.parent)!r} does not exist")
+    mem = Memory(path, embedder=settings.embedder or _stored_embedder(path) or DEFAULT_EMBEDDER)
+    try:
+        yield mem
+    finally:
+        mem.close()
+
+
+def _stored_embedder(path: Path) -> str | None:
+    """The registered embedder name an existing store was created with, if any."""
+    if not path.exists():
+        return None
+    store = Store(path)
+    try:
+        ref = store.embedder_ref()
+    finally:
+        store.close()
+    if ref is None:
+        return None
+    name = ref.split("@", 1)[0]
+    return name if name in available_embedders() else None
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+_WORDS: dict[str, FactValue] = {"true": True, "false": False, "null": None, "none": None}
+
+
+def parse_value(raw: str) -> FactValue:
+    """A scalar from the command line: int, float, true/false/null, a quoted or bare string."""
+    text = raw.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if text.lower() in _WORDS:
+        return _WORDS[text.lower()]
+    if _INT.fullmatch(text):
+        return int(text)
+    if _FLOAT.fullmatch(text):
+        value = float(text)
+        if math.isfinite(value):
+            return value
+    return text
+
+
+def parse_facts(pairs: Iterable[str]) -> dict[str, FactValue]:
+    """`key=value` pairs into a flat facts mapping."""
+    facts: dict[str, FactValue] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected key=value, got {pair!r}", param_hint="--fact")
+        facts[key.strip()] = parse_value(value)
+    return facts
+
+
+def _time(raw: str | None) -> str | float | None:
+    """An ISO-8601 time, or epoch seconds given as a number."""
+    if raw is None:
+        return None
+    return float(raw) if _FLOAT.fullmatch(raw.strip()) else raw
+
+
+def _state(text: str | None, facts: list[str] | None) -> State | None:
+    parsed = parse_facts(facts or ())
+    if not (text or "").strip() and not parsed:
+        return None
+    return validate_input("state", lambda: State(text or "", facts=parsed))
+
+
+def _split(values: list[str] | None) -> list[str]:
+    """Repeatable options that also accept comma-separated lists."""
+    return [v.strip() for raw in values or () for v in raw.split(",") if v.strip()]
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, frozenset | set | tuple):
+        return list(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def _emit(obj: Any) -> None:
+    """One JSON line on stdout."""
+    typer.echo(json.dumps(obj, default=_jsonable, ensure_ascii=False))
+
+
+def record_json(rec: MemoryRecord) -> dict[str, Any]:
+    """A memory as the JSON the CLI prints: the export form plus its current utility."""
+    return rec.model_dump(mode="json") | {"utility": round(rec.utility, 4)}
+
+
+def event_json(ev: LedgerEvent) -> dict[str, Any]:
+    return asdict(ev) | {"event": ev.event.value, "when": _iso(ev.at)}
+
+
+def _iso(ts: float) -> str:
+    if ts >= OPEN_END:
+        return "open"
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
+
+
+def _console() -> Console:
+    return Console(soft_wrap=False, highlight=False)
+
+
+def _kv_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for key, value in rows:
+        table.add_row(key, Text(_show(value)))
+    return table
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_show(v)}" for k, v in value.items()) or "-"
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(_show(v) for v in value) or "-"
+    if isinstance(value, Enum):
+        return str(value.name.lower() if isinstance(value.value, int) else value.value)
+    return str(value)
+
+
+def _record_rows(rec: MemoryRecord) -> list[tuple[str, Any]]:
+    src = rec.source
+    rows: list[tuple[str, Any]] = [
+        ("id", rec.id),
+        ("content", rec.content),
+        ("kind", rec.kind),
+        ("state", rec.state),
+        ("tenant / namespace", f"{rec.scope.tenant} / {rec.scope.namespace}"),
+        ("roles required", sorted(rec.scope.roles)),
+        ("classification", rec.scope.classification),
+        ("authority", rec.authority),
+        ("source state", src.state.describe() if src.state else "unknown"),
+        ("action", src.action),
+        ("outcome", {"success": src.outcome.success, "reward": src.outcome.reward}),
+        ("conditions", list(rec.conditions)),
+        ("valid", f"{_iso(rec.validity.valid_from)} .. {_iso(rec.validity.valid_until)}"),
+        ("recorded at", _iso(rec.validity.recorded_at)),
+        ("counters", asdict(rec.counters)),
+        ("utility", f"{rec.utility:.3f}"),
+    ]
+    if rec.entity is not None:
+        rows.insert(4, ("fact", f"{rec.entity}.{rec.attribute} = {rec.value!r}"))
+    for key, value in (("supersedes", rec.supersedes), ("superseded by", rec.superseded_by),
+                       ("consent", rec.scope.consent), ("episode", src.episode_id)):
+        if value:
+            rows.append((key, value))
+    return rows
+
+
+def _events_table(title: str, events: Iterable[LedgerEvent]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("seq", "when", "event", "memory", "recall", "actor", "reason"):
+        table.add_column(col, overflow="fold")
+    for ev in events:
+        table.add_row(
+            str(ev.seq), _iso(ev.at), ev.event.value, ev.memory_id or "-", ev.recall_id or "-",
+            Text(ev.actor), Text(ev.reason),
+        )
+    return table
+
+
+def _records_table(title: str, records: Iterable[MemoryRecord]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("id", "kind", "namespace", "state", "utility", "content"):
+        table.add_column(col, overflow="fold")
+    for rec in records:
+        table.add_row(
+            rec.id, rec.kind.value, Text(rec.scope.namespace), rec.state.value,
+            f"{rec.utility:.2f}", Text(rec.content),
+        )
+    return table
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+@app.command()
+def init(ctx: typer.Context, plain: Plain = False) -> None:
+    """Create the store (or check an existing one) and bind its embedder."""
+    with _memory(ctx) as mem:
+        mem.store.bind_embedder(mem.embedder.model_ref, mem.embedder.dim)
+        health = mem.health()
+        out = {
+            "db": health.path,
+            "embedder": mem.store.embedder_ref(),
+            "migrations": list(health.migrations),
+            "ok": health.ok,
+        }
+    if plain:
+        _console().print(_kv_table("situated store", out.items()))
+    else:
+        _emit(out)
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    content: Annotated[str, typer.Argument(help="The lesson or fact, in natural language.")],
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace.")] = "default",
+    kind: Annotated[str, typer.Option(help="lesson, fact, preference or note.")] = "lesson",
+    state: Annotated[
+        str | None, typer.Option("--state", help="The situation it was learned in, in words.")
+    ] = None,
+    fact: Facts = None,
+    condition: Annotated[
+        list[str] | None,
+        typer.Option("--condition", "-c", help="Applicability predicate (repeatable)."),
+    ] = None,
+    action: Annotated[str | None, typer.Option(help="The action taken in that state.")] = None,
+    success: Annotated[
+        bool | None, typer.Option("--success/--failure", help="The outcome of the action.")
+    ] = None,
+    reward: Annotated[float | None, typer.Option(help="A numeric reward.")] = None,
+    episode: Annotated[str | None, typer.Option(help="Episode id.")] = None,
+    step: Annotated[int | None, typer.Option(help="Step within the episode.")] = None,
+    evidence: Annotated[
+        list[str] | None, typer.Option(help="Evidence reference (repeatable).")
+    ] = None,
+    entity: Annotated[str | None, typer.Option(help="Fact entity.")] = None,
+    attribute: Annotated[str | None, typer.Option(help="Fact attribute.")] = None,
+    value: Annotated[str | None, typer.Option(help="Fact value (parsed like --fact).")] = None,
+    multi_valued: Annotated[
+        bool, typer.Option("--multi-valued", help="Facts with this key may coexist.")
+    ] = False,
+    classification: Annotated[
+        str, typer.Option(help="public, internal, confidential or restricted.")
+    ] = "internal",
+    role_required: Annotated[
+        list[str] | None, typer.Option("--role-required", help="Role needed to read it.")
+    ] = None,
+    consent: Annotated[str | None, typer.Option(help="Consent reference.")] = None,
+    authority: Annotated[
+        str,
+        typer.Option(help="inferred, user_declared, system_observed or externally_verified."),
+    ] = "inferred",
+    valid_from: Annotated[str | None, typer.Option(help="ISO time or epoch seconds.")] = None,
+    valid_until: Annotated[str | None, typer.Option(help="ISO time or epoch seconds.")] = None,
+    policy_version: Annotated[str | None, typer.Option(help="Policy version it holds under.")] = None,
+    plain: Plain = False,
+) -> None:
+    """Propose a memory; printed as stored (ACTIVE when promoted)."""
+    me = _principal(tenant, role, clearance, actor)
+    source = _state(state, fact)
+    with _memory(ctx) as mem:
+        rec = mem.add(
+            content, principal=me, kind=kind, namespace=namespace, state=source, action=action,
+            success=success, reward=reward, episode_id=episode, step=step,
+            evidence=evidence or (), conditions=condition or (), entity=entity,
+            attribute=attribute, value=None if value is None else parse_value(value),
+            multi_valued=multi_valued, roles=role_required or (),
+            classification=classification, consent=consent, authority=authority,
+            valid_from=_time(valid_from), valid_until=_time(valid_until),
+            policy_version=policy_version,
+        )
+    if plain:
+        _console().print(_kv_table(f"added {rec.id}", _record_rows(rec)))
+    else:
+        _emit(record_json(rec))
+
+
+class Format(str, Enum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+@app.command()
+def recall(
+    ctx: typer.Context,
+    state: Annotated[str, typer.Argument(help="The present situation, in words.")],
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    fact: Facts = None,
+    intent: Annotated[str, typer.Option(help="What the agent is trying to do.")] = "",
+    namespace: Namespace = None,
+    k: Annotated[int, typer.Option("-k", help="At most this many guidance items.")] = 5,
+    budget: Annotated[int, typer.Option(help="Token budget of the guidance.")] = 800,
+    as_of: Annotated[str | None, typer.Option(help="World time to recall at.")] = None,
+    known_at: Annotated[
+        str | None, typer.Option(help="Only what the store had recorded by then.")
+    ] = None,
+    allow_tool: Annotated[
+        list[str] | None,
+        typer.Option("--allow-tool", help="A tool the agent may call (repeatable)."),
+    ] = None,
+    prohibit: Annotated[
+        list[str] | None, typer.Option(help="An effect guidance must not ask for (repeatable).")
+    ] = None,
+    policy_version: Annotated[str | None, typer.Option(help="The present policy version.")] = None,
+    explain: Annotated[bool, typer.Option(help="Show every stage's decision per candidate.")] = False,
+    fmt: Annotated[Format, typer.Option("--format", help="Rendering of the briefing.")] = Format.text,
+    as_json: Annotated[bool, typer.Option("--json", help="The whole briefing as JSON.")] = False,
+) -> None:
+    """Compile guidance for the present state: served items and typed rejections."""
+    me = _principal(tenant, role, clearance, actor)
+    present = _state(state, fact) or State("")
+    tools = _split(allow_tool)
+    policy = Policy(
+        allowed_tools=frozenset(tools) if allow_tool else None,
+        prohibited_effects=frozenset(_split(prohibit)),
+        version=policy_version,
+    )
+    with _memory(ctx) as mem:
+        briefing = mem.recall(
+            present, principal=me, intent=intent, namespace=namespace, k=k,
+            budget_tokens=budget, as_of=_time(as_of), known_at=_time(known_at), policy=policy,
+        )
+    if as_json or fmt is Format.json:
+        out = briefing.to_dict()
+        if explain:
+            out["explain"] = briefing.explain()
+        typer.echo(json.dumps(out, default=_jsonable, ensure_ascii=False, sort_keys=True))
+        return
+    typer.echo(briefing.render(fmt.value))
+    if explain:
+        typer.echo("")
+        typer.echo(briefing.explain())
+    used = " ".join(f"--used {i.memory_id}" for i in briefing.items[:1]) or ""
+    typer.echo(
+        f"recall {briefing.recall_id}: {briefing.mode.value}, {len(briefing.items)} served, "
+        f"{len(briefing.rejected)} rejected"
+        + ("" if explain else " (--explain for why)")
+        + f"; feedback: situated feedback {briefing.recall_id} --success {used}".rstrip(),
+        err=True,
+    )
+
+
+@app.command()
+def feedback(
+    ctx: typer.Context,
+    recall_id: Annotated[str, typer.Argument(help="The id of the recall.")],
+    success: Annotated[bool, typer.Option("--success/--failure", help="How the task went.")],
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    used: Annotated[
+        list[str] | None,
+        typer.Option("--used", help="A served memory the agent used (repeatable or a,b,c)."),
+    ] = None,
+    reward: Annotated[float | None, typer.Option(help="A numeric reward.")] = None,
+    plain: Plain = False,
+) -> None:
+    """Credit the memories used in a success, blame them in a failure, count exposure."""
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        result = mem.feedback(
+            recall_id, principal=me, success=success, used=_split(used), reward=reward
+        )
+    if plain:
+        _console().print(_kv_table(f"feedback for {recall_id}", asdict(result).items()))
+    else:
+        _emit(asdict(result))
+
+
+@app.command()
+def inspect(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="The memory id.")],
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    plain: Plain = False,
+) -> None:
+    """One memory you may read, in any lifecycle state."""
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        rec = mem.inspect(memory_id, principal=me)
+    if plain:
+        _console().print(_kv_table(rec.id, _record_rows(rec)))
+    else:
+        _emit(record_json(rec))
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="The memory id.")],
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    plain: Plain = False,
+) -> None:
+    """The ledger events of one memory, oldest first."""
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        events = mem.history(memory_id, principal=me)
+    _print_events(f"history of {memory_id}", events, plain)
+
+
+@app.command()
+def ledger(
+    ctx: typer.Context,
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    limit: Annotated[int, typer.Option(help="At most this many events.")] = 100,
+    plain: Plain = False,
+) -> None:
+    """Recent ledger events you may see, newest first."""
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        events = mem.ledger(principal=me, limit=limit)
+    _print_events(f"ledger of {me.tenant}", events, plain)
+
+
+def _print_events(title: str, events: list[LedgerEvent], plain: bool) -> None:
+    if plain:
+        _console().print(_events_table(title, events))
+        return
+    for ev in events:
+        _emit(event_json(ev))
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    namespace: Namespace = None,
+    state: Annotated[
+        list[str] | None, typer.Option("--state", help="Only these lifecycle states.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many memories.")] = 100,
+    offset: Annotated[int, typer.Option(help="Skip this many.")] = 0,
+    plain: Plain = False,
+) -> None:
+    """Memories you may read, oldest first."""
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        records = mem.list(
+            principal=me, namespace=namespace, states=_split(state) or None, limit=limit,
+            offset=offset,
+        )
+    if plain:
+        _console().print(_records_table(f"memories of {me.tenant}", records))
+        return
+    for rec in records:
+        _emit(record_json(rec))
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    namespace: Namespace = None,
+) -> None:
+    """Every memory you may read, as JSON lines."""
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        for row in mem.export(principal=me, namespace=namespace):
+            _emit(row)
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    plain: Plain = False,
+) -> None:
+    """Counts of what you may see: memories by state, recalls, feedback, failures."""
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        result = mem.stats(principal=me)
+    if plain:
+        _console().print(_kv_table(f"stats of {me.tenant}", asdict(result).items()))
+    else:
+        _emit(asdict(result))
+
+
+@app.command()
+def health(ctx: typer.Context, plain: Plain = False) -> None:
+    """Integrity, vectors, ledger replay and maintenance failures; exit code 1 when unsound."""
+    with _memory(ctx) as mem:
+        result = mem.health()
+    if plain:
+        _console().print(_kv_table("health", asdict(result).items()))
+    else:
+        _emit(asdict(result))
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    keep: Annotated[
+        bool, typer.Option(help="Keep the demo database and print its path to explore it.")
+    ] = False,
+) -> None:
+    """Run a short support-agent scenario on a fresh temporary store (nothing to set up)."""
+    from situated.demo import run_demo
+
+    settings: Settings = ctx.obj
+    run_demo(Console(highlight=False), settings.embedder or DEFAULT_EMBEDDER, keep=keep)
+
+
+def main() -> None:
+    """The `situated` console script."""
+    app(prog_name="situated")
+
+
+if __name__ == "__main__":
+    main()

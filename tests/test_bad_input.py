@@ -1,0 +1,132 @@
+"""Bad input raises a precise error naming the field and leaves the database untouched."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from situated import FeedbackConflict, InvalidInput, Memory, NotFound, Principal, State
+from situated.errors import ConditionSyntaxError, EmbedderMismatch
+
+from conftest import snapshot
+
+
+def _setup(mem: Memory, who: Principal) -> str:
+    rec = mem.add("tip", principal=who, state=State("s", facts={"x": 1}))
+    b = mem.recall(State("s", facts={"x": 1}), principal=who)
+    assert b.items
+    return b.recall_id
+
+
+BAD_ADDS: list[tuple[dict[str, Any], str]] = [
+    ({"content": ""}, "content"),
+    ({"content": "x" * 9000}, "content"),
+    ({"kind": "rumour"}, "kind"),
+    ({"conditions": ["price <"]}, "conditions"),
+    ({"conditions": "price < 3"}, "conditions"),
+    ({"classification": "top-secret"}, "classification"),
+    ({"authority": "god"}, "authority"),
+    ({"namespace": ""}, "namespace"),
+    ({"roles": ["ok", ""]}, "roles"),
+    ({"valid_from": "yesterday"}, "valid_from"),
+    ({"valid_from": 100.0, "valid_until": 50.0}, "valid_until"),
+    ({"kind": "fact"}, "entity"),
+    ({"entity": "x"}, "attribute"),
+    ({"step": -1}, "step"),
+    ({"reward": float("nan")}, "reward"),
+    ({"value": {"nested": 1}}, "value"),
+    ({"evidence": "ref"}, "evidence"),
+]
+
+
+@pytest.mark.parametrize(("override", "field"), BAD_ADDS)
+def test_add_rejects_bad_input_untouched(
+    mem: Memory, acme: Principal, override: dict[str, Any], field: str
+) -> None:
+    _setup(mem, acme)
+    before = snapshot(mem)
+    kw: dict[str, Any] = {"content": "a lesson", "principal": acme}
+    kw.update(override)
+    with pytest.raises(InvalidInput) as err:
+        mem.add(**kw)
+    assert err.value.field == field
+    assert snapshot(mem) == before
+
+
+def test_bad_state_facts(mem: Memory, acme: Principal) -> None:
+    with pytest.raises(Exception) as err:
+        State("s", facts={"a b": 1})
+    assert "fact name" in str(err.value)
+    with pytest.raises(Exception):
+        State("s", facts={"x": [1, 2]})
+
+
+RECALL_BAD: list[tuple[dict[str, Any], str]] = [
+    ({"k": 0}, "k"),
+    ({"k": "5"}, "k"),
+    ({"budget_tokens": -3}, "budget_tokens"),
+    ({"as_of": "not a time"}, "as_of"),
+    ({"namespace": ""}, "namespace"),
+    ({"state": 42}, "state"),
+]
+
+
+@pytest.mark.parametrize(("override", "field"), RECALL_BAD)
+def test_recall_rejects_bad_input_untouched(
+    mem: Memory, acme: Principal, override: dict[str, Any], field: str
+) -> None:
+    _setup(mem, acme)
+    before = snapshot(mem)
+    kw: dict[str, Any] = {"state": State("s"), "principal": acme}
+    kw.update(override)
+    with pytest.raises(InvalidInput) as err:
+        mem.recall(**kw)
+    assert err.value.field == field
+    assert snapshot(mem) == before
+
+
+def test_feedback_errors_change_nothing(mem: Memory, acme: Principal) -> None:
+    rid = _setup(mem, acme)
+    before = snapshot(mem)
+    cases: list[tuple[Callable[[], object], type[Exception]]] = [
+        (lambda: mem.feedback("rc_nope", principal=acme, success=True), NotFound),
+        (lambda: mem.feedback(rid, principal=acme, success="yes"), InvalidInput),  # type: ignore[arg-type]
+        (lambda: mem.feedback(rid, principal=acme, success=True, used=["mem_x"]), InvalidInput),
+        (lambda: mem.feedback(rid, principal=acme, success=True, used="mem_x"), InvalidInput),
+        (lambda: mem.feedback(rid, principal=acme, success=True, reward=float("nan")),
+         InvalidInput),
+    ]
+    for call, exc in cases:
+        with pytest.raises(exc):
+            call()
+        assert snapshot(mem) == before
+
+
+def test_feedback_is_idempotent_and_conflicts_are_refused(mem: Memory, acme: Principal) -> None:
+    rid = _setup(mem, acme)
+    mid = mem.store.get_recall(rid, "acme").served[0]
+    first = mem.feedback(rid, principal=acme, success=True, used=[mid])
+    again = mem.feedback(rid, principal=acme, success=True, used=[mid])
+    assert not first.duplicate and again.duplicate
+    assert mem.inspect(mid, principal=acme).counters.successes == 1
+    before = snapshot(mem)
+    with pytest.raises(FeedbackConflict):
+        mem.feedback(rid, principal=acme, success=False, used=[mid])
+    assert snapshot(mem) == before
+
+
+def test_condition_error_is_a_condition_syntax_error(mem: Memory, acme: Principal) -> None:
+    with pytest.raises(ConditionSyntaxError):
+        mem.add("x", principal=acme, conditions=["import os"])
+
+
+def test_store_refuses_to_mix_embedders(tmp_path: Any, acme: Principal) -> None:
+    m = Memory(tmp_path / "m.db", embedder="hash")
+    m.add("tip", principal=acme)
+    m.close()
+    from situated.embed import HashEmbedder
+
+    with pytest.raises(EmbedderMismatch):
+        Memory(tmp_path / "m.db", embedder=HashEmbedder(dim=64))
