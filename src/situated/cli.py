@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
 from datetime import UTC, datetime
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -78,13 +78,16 @@ def _root(
     ctx: typer.Context,
     db: Annotated[
         Path,
-        typer.Option("--db", envvar=DB_ENV, help=f"The SQLite file (env {DB_ENV})."),
+        typer.Option(
+            "--db", envvar=DB_ENV, metavar="PATH", help=f"The SQLite file (env {DB_ENV})."
+        ),
     ] = Path(DEFAULT_DB),
     embedder: Annotated[
         str | None,
         typer.Option(
             "--embedder",
             envvar="SITUATED_EMBEDDER",
+            metavar="NAME",
             help="Embedder name (hash, minilm-static, openai, or a plugin). Default: the one "
             f"the store was created with, else {DEFAULT_EMBEDDER}.",
         ),
@@ -97,12 +100,18 @@ def _root(
 # -- shared options --------------------------------------------------------------------------
 
 Tenant = Annotated[
-    str, typer.Option("--tenant", envvar="SITUATED_TENANT", help="Tenant to act for.")
+    str,
+    typer.Option(
+        "--tenant", envvar="SITUATED_TENANT", metavar="NAME", help="Tenant to act for."
+    ),
 ]
 Roles = Annotated[
     list[str] | None,
     typer.Option(
-        "--role", envvar="SITUATED_ROLES", help="A role held (repeatable; env: space-separated)."
+        "--role",
+        envvar="SITUATED_ROLES",
+        metavar="ROLE",
+        help="A role held (repeatable; env: space-separated).",
     ),
 ]
 Clearance = Annotated[
@@ -110,21 +119,28 @@ Clearance = Annotated[
     typer.Option(
         "--clearance",
         envvar="SITUATED_CLEARANCE",
+        metavar="LEVEL",
         help="Highest classification readable: public, internal, confidential, restricted.",
     ),
 ]
 Actor = Annotated[
     str,
-    typer.Option("--actor", envvar="SITUATED_ACTOR", help="Name recorded as the ledger actor."),
+    typer.Option(
+        "--actor", envvar="SITUATED_ACTOR", metavar="NAME", help="Actor in the ledger."
+    ),
 ]
 Plain = Annotated[bool, typer.Option("--plain", "-p", help="A table for people, not JSON lines.")]
 Facts = Annotated[
     list[str] | None,
     typer.Option(
-        "--fact", help="A state fact key=value (repeatable); numbers, true/false/null parsed."
+        "--fact",
+        metavar="KEY=VALUE",
+        help="A state fact (repeatable); numbers, true, false and null are parsed.",
     ),
 ]
-Namespace = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace.")]
+Namespace = Annotated[
+    str | None, typer.Option("--namespace", "-n", metavar="NAME", help="Namespace.")
+]
 
 
 def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str) -> Principal:
@@ -358,7 +374,9 @@ def add(
     role: Roles = None,
     clearance: Clearance = "internal",
     actor: Actor = "cli",
-    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace.")] = "default",
+    namespace: Annotated[
+        str, typer.Option("--namespace", "-n", metavar="NAME", help="Namespace.")
+    ] = "default",
     kind: Annotated[str, typer.Option(help="lesson, fact, preference or note.")] = "lesson",
     state: Annotated[
         str | None, typer.Option("--state", help="The situation it was learned in, in words.")
@@ -397,7 +415,9 @@ def add(
     ] = "inferred",
     valid_from: Annotated[str | None, typer.Option(help="ISO time or epoch seconds.")] = None,
     valid_until: Annotated[str | None, typer.Option(help="ISO time or epoch seconds.")] = None,
-    policy_version: Annotated[str | None, typer.Option(help="Policy version it holds under.")] = None,
+    policy_version: Annotated[
+        str | None, typer.Option(help="Policy version it holds under.")
+    ] = None,
     plain: Plain = False,
 ) -> None:
     """Propose a memory; printed as stored (ACTIVE when promoted)."""
@@ -420,7 +440,9 @@ def add(
         _emit(record_json(rec))
 
 
-class Format(str, Enum):
+class Format(StrEnum):
+    """How `recall` renders the briefing."""
+
     text = "text"
     markdown = "markdown"
     json = "json"
@@ -451,8 +473,12 @@ def recall(
         list[str] | None, typer.Option(help="An effect guidance must not ask for (repeatable).")
     ] = None,
     policy_version: Annotated[str | None, typer.Option(help="The present policy version.")] = None,
-    explain: Annotated[bool, typer.Option(help="Show every stage's decision per candidate.")] = False,
-    fmt: Annotated[Format, typer.Option("--format", help="Rendering of the briefing.")] = Format.text,
+    explain: Annotated[
+        bool, typer.Option(help="Show every stage's decision per candidate.")
+    ] = False,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="Rendering of the briefing.")
+    ] = Format.text,
     as_json: Annotated[bool, typer.Option("--json", help="The whole briefing as JSON.")] = False,
 ) -> None:
     """Compile guidance for the present state: served items and typed rejections."""
@@ -479,6 +505,8 @@ def recall(
     if explain:
         typer.echo("")
         typer.echo(briefing.explain())
+        for r in briefing.rejected:
+            typer.echo(f"rejected {r.memory_id}: {r.reason.value} ({r.stage}) {r.detail}".rstrip())
     used = " ".join(f"--used {i.memory_id}" for i in briefing.items[:1]) or ""
     typer.echo(
         f"recall {briefing.recall_id}: {briefing.mode.value}, {len(briefing.items)} served, "

@@ -6,7 +6,7 @@ import builtins
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -14,6 +14,7 @@ from typing import Any
 
 from situated.conditions import parse_condition
 from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
+from situated.embed.base import Vector
 from situated.errors import InvalidInput, PermissionDenied, UsageError
 from situated.learning.lifecycle import LifecycleRules
 from situated.models import (
@@ -38,11 +39,13 @@ from situated.models import (
     validate_input,
 )
 from situated.recall.briefing import Briefing
+from situated.recall.dedupe import near_duplicate
 from situated.recall.eligible import Eligibility
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
 from situated.store.ledger import Credit, EventType, LedgerEvent
 from situated.store.sqlite import RebuildReport, Store
+from situated.write.gates import DEFAULT_GATES, Gate, GateContext, WritePolicy, run_gates
 from situated.write.promotion import AutoPromote, PromotionPolicy
 
 TimeLike = datetime | float | int | str | None
@@ -98,6 +101,9 @@ class Memory:
         reconstructor: a `Reconstructor` or a registered name (default: `rules`).
         promotion: decides whether a proposal is promoted at once or held for review.
         lifecycle: thresholds for demotion and revival.
+        write_policies: per-namespace write policy (allowed tools, consent, review), `"*"`
+            for the rest.
+        gates: the write gates every proposal passes, in order.
     """
 
     def __init__(
@@ -108,6 +114,8 @@ class Memory:
         reconstructor: str | Reconstructor = "rules",
         promotion: PromotionPolicy | None = None,
         lifecycle: LifecycleRules | None = None,
+        write_policies: Mapping[str, WritePolicy] | None = None,
+        gates: Sequence[Gate] = DEFAULT_GATES,
     ) -> None:
         self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
         self.reconstructor = (
@@ -115,6 +123,8 @@ class Memory:
         )
         self.promotion: PromotionPolicy = promotion or AutoPromote()
         self.lifecycle = lifecycle or LifecycleRules()
+        self.write_policies = dict(write_policies or {})
+        self.gates = tuple(gates)
         self.store = Store(path)
         ref = self.store.embedder_ref()
         if ref is not None and ref != self.embedder.model_ref:
@@ -122,6 +132,10 @@ class Memory:
 
     def close(self) -> None:
         self.store.close()
+
+    def write_policy(self, namespace: str) -> WritePolicy:
+        """The namespace's write policy (`"*"` is the fallback; default: `WritePolicy()`)."""
+        return self.write_policies.get(namespace) or self.write_policies.get("*") or WritePolicy()
 
     def __enter__(self) -> Memory:
         return self
@@ -157,6 +171,7 @@ class Memory:
         valid_from: TimeLike = None,
         valid_until: TimeLike = None,
         policy_version: str | None = None,
+        source_classification: Classification | str | None = None,
     ) -> MemoryRecord:
         """Propose a memory; the promotion policy decides whether it becomes recallable.
 
@@ -172,26 +187,91 @@ class Memory:
             step, evidence, conditions, entity, attribute, value, multi_valued, roles,
             classification, consent, authority, valid_from, valid_until, policy_version,
         )
-        src_text = rec.source.state.describe() if rec.source.state else ""
-        content_vec, state_vec = self.embedder.embed([rec.content, src_text or rec.content])
+        return self._propose(rec, principal, source_classification, "proposed via add")
+
+    def _propose(
+        self,
+        rec: MemoryRecord,
+        principal: Principal,
+        source_classification: Classification | str | None,
+        reason: str,
+        trace: dict[str, Any] | None = None,
+    ) -> MemoryRecord:
+        """Gates, dedupe, insert, then promotion: the one write path for durable memory."""
+        src_cls = None
+        if source_classification is not None:
+            src_cls = validate_input(
+                "", lambda: Scope(tenant="t", classification=source_classification)  # type: ignore[arg-type]
+            ).classification
         self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
+        vectors: dict[str, Vector] = {}
+
+        def content_vector(r: MemoryRecord) -> Vector:
+            if r.content not in vectors:
+                vectors[r.content] = self.embedder.embed_one(r.content)
+            return vectors[r.content]
+
+        def near(r: MemoryRecord) -> list[tuple[MemoryRecord, float]]:
+            return self._near_duplicates(r, content_vector(r))
+
+        ctx = GateContext(self.write_policy(rec.scope.namespace), src_cls, near)
+        report = run_gates(rec, ctx, self.gates)
+        rec = report.record.model_copy(
+            update={"fingerprint": content_fingerprint(
+                rec.scope.tenant, rec.scope.namespace, rec.kind, report.record.content)}
+        )
+        src_text = rec.source.state.describe() if rec.source.state else ""
+        content_vec = content_vector(rec)
+        state_vec = self.embedder.embed_one(src_text) if src_text else content_vec
         actor = principal.name
+        data: dict[str, Any] = {"gates": report.to_data()} | (trace or {})
         with self.store.transaction():
             twin = self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint)
-            if twin is not None:
+            if twin is None and not report.held and not report.rejected:
+                twin = next(
+                    (t for t, _ in near(rec) if t.state is LifecycleState.ACTIVE), None
+                )
+            if twin is not None and not report.rejected:
                 self.store.append_event(
-                    twin.id, EventType.REINFORCED, actor, "exact duplicate proposed again",
-                    {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id},
+                    twin.id, EventType.REINFORCED, actor, "duplicate proposed again",
+                    {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id,
+                     "fingerprint": rec.fingerprint},
                 )
                 return self.store.content_of(twin.id)
             self.store.insert(
-                rec, {"content": content_vec, "state": state_vec}, actor, "proposed via add"
+                rec, {"content": content_vec, "state": state_vec}, actor, reason, data
             )
-            decision = self.promotion.decide(rec)
-            if decision.promote:
-                self.store.append_event(rec.id, EventType.PROMOTED, actor, decision.reason)
-                self._supersede_same_key(rec, actor)
+            if report.rejected:
+                self.store.append_event(
+                    rec.id, EventType.REJECTED, "gates", "; ".join(report.reasons())
+                )
+            elif report.held:
+                pass  # stays PROPOSED; the proposed event carries the gate reasons
+            else:
+                decision = self.promotion.decide(rec)
+                if decision.promote:
+                    self.store.append_event(rec.id, EventType.PROMOTED, actor, decision.reason)
+                    self._supersede_same_key(rec, actor)
             return self.store.content_of(rec.id)
+
+    def _near_duplicates(
+        self, rec: MemoryRecord, vec: Vector
+    ) -> list[tuple[MemoryRecord, float]]:
+        """Same-tenant, same-namespace memories whose lesson says the same thing."""
+        who = Principal(tenant=rec.scope.tenant, clearance=Classification.RESTRICTED)
+        elig = Eligibility(
+            who, (rec.scope.namespace,),
+            (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE, LifecycleState.ARCHIVED),
+            all_roles=True,
+        )
+        hits = self.store.dense("content", vec, 5, elig)
+        records = self.store.by_rids([rid for rid, _ in hits], elig)
+        out = []
+        for rid, sim in hits:
+            other = records.get(rid)
+            if other is not None and near_duplicate(rec, other, sim):
+                out.append((other, sim))
+        return out
 
     def _build(
         self, content: str, principal: Principal, kind: Kind | str, namespace: str,

@@ -44,8 +44,10 @@ class Embedder(ABC):
         out = np.asarray(np.vstack(parts), dtype=np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        return out / norms
+        out /= norms
+        return out
 
     def embed_one(self, text: str) -> Vector:
         """Embed a single text; returns a vector of shape (dim,)."""
-        return self.embed([text])[0]
+        vector: Vector = self.embed([text])[0]
+        return vector

@@ -50,6 +50,10 @@ class _Model:
     max_chars: int | None  # texts are cut to this many characters before tokenizing
 
 
+_LOADED: dict[tuple[Path, int], _Model] = {}
+_LOADED_LOCK = threading.Lock()
+
+
 class StaticEmbedder(Embedder):
     """Mean of static token vectors, loaded on first use from a model2vec folder.
 
@@ -71,7 +75,6 @@ class StaticEmbedder(Embedder):
             self.name = f"static:{self.path.name}"
             self.dim = int(_read_config(self.path).get("hidden_dim", 0))
         self._model: _Model | None = None
-        self._lock = threading.Lock()
 
     def embed_batch(self, texts: Sequence[str]) -> Vector:
         """Embed texts; a text without any known token gets the zero vector."""
@@ -101,11 +104,14 @@ class StaticEmbedder(Embedder):
         return out
 
     def _load(self) -> _Model:
-        """Read the model folder once; later calls return the loaded model."""
-        with self._lock:
-            if self._model is None:
-                self._model = _load_model(self.path, self.dim)
-            return self._model
+        """The loaded model, read on first use and shared by every embedder of that folder."""
+        if self._model is None:
+            key = (self.path.resolve(), self.dim)
+            with _LOADED_LOCK:
+                if key not in _LOADED:
+                    _LOADED[key] = _load_model(*key)
+                self._model = _LOADED[key]
+        return self._model
 
 
 def _read_config(folder: Path) -> dict[str, Any]:

@@ -20,15 +20,18 @@ NEAR_DUPLICATE = 0.95
 T = TypeVar("T")
 
 
-def near_duplicate(a: MemoryRecord, b: MemoryRecord, va: Vector | None, vb: Vector | None) -> bool:
-    """Same normalised content, or lesson vectors closer than `NEAR_DUPLICATE`, same kind."""
+def near_duplicate(a: MemoryRecord, b: MemoryRecord, similarity: float | None) -> bool:
+    """Same kind, and the same normalised content or lesson vectors closer than
+    `NEAR_DUPLICATE` (cosine `similarity`; None when unknown)."""
     if a.kind != b.kind:
         return False
     if normalise_text(a.content) == normalise_text(b.content):
         return True
-    if va is None or vb is None:
-        return False
-    return float(np.dot(va, vb)) >= NEAR_DUPLICATE
+    return similarity is not None and similarity >= NEAR_DUPLICATE
+
+
+def cosine(va: Vector | None, vb: Vector | None) -> float | None:
+    return None if va is None or vb is None else float(np.dot(va, vb))
 
 
 def evidence_rank(rec: MemoryRecord) -> tuple[float, int, int, int]:
@@ -57,7 +60,8 @@ def collapse(
                 j
                 for j in kept
                 if near_duplicate(
-                    record_of[ri], record_of[key[j]], vector_of.get(ri), vector_of.get(key[j])
+                    record_of[ri], record_of[key[j]],
+                    cosine(vector_of.get(ri), vector_of.get(key[j])),
                 )
             ),
             None,

@@ -36,6 +36,8 @@ class Eligibility:
     states: tuple[LifecycleState, ...] = RECALLABLE_STATES
     as_of: float | None = None
     known_at: float | None = None
+    all_roles: bool = False
+    """Internal writers only (dedupe at write): ignore required roles within the tenant."""
 
     @classmethod
     def for_recall(
@@ -65,7 +67,10 @@ class Eligibility:
     def allowed_role_keys(self, stored_keys: Iterable[str]) -> list[str]:
         """Of the role sets stored for this tenant, those the principal holds entirely."""
         held = self.principal.roles
-        return [k for k in stored_keys if k == "" or set(k.split("\x1f")) <= held]
+        return [
+            k for k in stored_keys
+            if self.all_roles or k == "" or set(k.split("\x1f")) <= held
+        ]
 
     def where(self, role_keys: list[str], alias: str = "") -> tuple[str, list[object]]:
         """A WHERE clause and its bound parameters over memory columns (`alias.` prefix)."""

@@ -166,7 +166,14 @@ class Store:
 
     # -- writes (call inside `transaction()`) ----------------------------------------------
 
-    def insert(self, rec: MemoryRecord, vectors: dict[str, Vector], actor: str, reason: str) -> int:
+    def insert(
+        self,
+        rec: MemoryRecord,
+        vectors: dict[str, Vector],
+        actor: str,
+        reason: str,
+        extra: dict[str, Any] | None = None,
+    ) -> int:
         """Insert a new memory, its FTS row, its vectors and its `proposed` event."""
         src, sc, val = rec.source, rec.scope, rec.validity
         st = src.state
@@ -195,7 +202,8 @@ class Store:
         self.vectors.add(rid, vectors, self._vector_meta(rid))
         self._ledger(
             EventType.PROPOSED, sc.tenant, rec.id, None, actor, reason,
-            {"fingerprint": rec.fingerprint, "kind": rec.kind.value, "namespace": sc.namespace},
+            {"fingerprint": rec.fingerprint, "kind": rec.kind.value, "namespace": sc.namespace}
+            | (extra or {}),
         )
         return rid
 

@@ -1,0 +1,802 @@
+"""Recall latency and write throughput of situated, against an exact numpy baseline.
+
+Run from the repository root (see benchmarks/README.md):
+
+    python benchmarks/recall.py --quick                 # 2k and 10k memories, about a minute
+    python benchmarks/recall.py                         # 10k and 100k memories, several minutes
+    python benchmarks/recall.py --json out.json         # also write every number as JSON
+
+For each store size N and vector dimension (256, the default embedder's, and 384), the store
+holds N memories spread over 10 tenants, so the tenant gate selects 10% of the rows. Vectors are
+clustered (topics per namespace, fixed seed), memories have realistic shapes (state text,
+facts and conditions; some text-only; some stateless facts and notes).
+
+Every recall is timed with precomputed query vectors (an `Embedder` that returns vectors it was
+handed), so the numbers exclude query embedding. Per query, interleaved so that noise hits all
+of them alike:
+
+* numpy: the fastest exact search over the same eligible rows: the tenant's rows stored
+  contiguously in one float32 matrix, `mat @ q` then `argpartition` for the top k.
+* dense: one `Store.dense` call (sqlite-vec KNN over one vector field, eligibility inside).
+* retrieve: stage 2 (`situated.recall.retrieve.retrieve`): two dense searches, FTS5, fusion,
+  record fetch.
+* recall: the whole pipeline (`situated.recall.pipeline.run_recall`, stages 1-8, including the
+  recall record written in its own transaction).
+
+Ratios to the numpy baseline are the headline: the machine is shared and noisy.
+
+A second pass runs the pipeline with 50 candidates and splits its time into stage 2, stage 3,
+stages 4-7 (pre-checks, `rules` reconstructor, validation, scores, compile) and stage 8, by
+wrapping the names `retrieve`, `collapse` and `Briefing` inside `situated.recall.pipeline`.
+
+Stores are filled through a bulk path that calls the real `Store.insert` and
+`Store.append_event` (the same calls `Memory.add` makes) in transactions of 1,000 memories;
+`Memory.add` one by one is measured separately, with precomputed vectors and with the default
+embedder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+try:
+    import situated  # noqa: F401
+except ImportError:  # running from a checkout without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import apsw
+from rich.console import Console
+from rich.table import Table
+
+import situated.recall.pipeline as pipeline
+from situated import Memory, Principal, State
+from situated.embed import DEFAULT_EMBEDDER, get_embedder
+from situated.embed.base import Embedder, Vector
+from situated.models import MemoryRecord
+from situated.recall.eligible import Eligibility
+from situated.recall.pipeline import RecallRequest, run_recall
+from situated.recall.reconstruct import Policy
+from situated.recall.retrieve import retrieve
+from situated.store.ledger import EventType
+from situated.store.vectors import load_extension
+
+F32 = npt.NDArray[np.float32]
+
+TENANTS = 10
+CLUSTERS_PER_NAMESPACE = 40
+SPREAD = 0.9
+"""Norm of the noise added to a unit cluster centre: cosine to the centre is about 0.74."""
+TOP_K = 20
+"""k of the dense searches compared with numpy: what a recall with k=5 over-fetches."""
+STAGE_CANDIDATES = 50
+BULK_BATCH = 1000
+TARGET_RECALL_RATIO = 3.0
+TARGET_STAGES_MS = 2.0
+
+# -- synthetic memories ---------------------------------------------------------------------
+
+NAMESPACES: dict[str, dict[str, Any]] = {
+    "refunds": {
+        "nouns": ["refund", "invoice", "plan", "subscription", "charge", "credit", "receipt",
+                  "customer", "card", "renewal", "discount", "voucher", "order", "account"],
+        "verbs": ["offer", "issue", "prorate", "decline", "escalate", "confirm", "refund",
+                  "check", "explain", "waive"],
+        "facts": {"plan": ["annual", "monthly", "trial"], "days_since_purchase": (0, 120),
+                  "region": ["eu", "us", "apac"], "chargeback": [True, False]},
+    },
+    "deploy": {
+        "nouns": ["deploy", "service", "migration", "rollback", "canary", "cluster", "release",
+                  "database", "pipeline", "build", "container", "node", "config", "alert"],
+        "verbs": ["pause", "roll back", "drain", "restart", "promote", "verify", "scale",
+                  "page", "pin", "retry"],
+        "facts": {"env": ["staging", "production", "dev"], "error_rate": (0, 20),
+                  "tests_passing": [True, False], "region": ["eu-west", "us-east"]},
+    },
+    "kitchen": {
+        "nouns": ["mug", "kettle", "stove", "drawer", "cabinet", "fridge", "sink", "plate",
+                  "knife", "pot", "counter", "shelf", "towel", "sponge"],
+        "verbs": ["open", "take", "put", "heat", "wash", "close", "fill", "move", "find",
+                  "turn off"],
+        "facts": {"room": ["kitchen", "pantry", "dining room"], "drawer": (1, 6),
+                  "target_visible": [True, False], "stove": ["on", "off"]},
+    },
+    "support": {
+        "nouns": ["ticket", "password", "login", "user", "email", "phone", "agent", "queue",
+                  "reset", "token", "device", "session", "profile", "team"],
+        "verbs": ["reset", "verify", "assign", "close", "reopen", "escalate", "unlock",
+                  "notify", "link", "merge"],
+        "facts": {"tier": ["free", "pro", "enterprise"], "open_tickets": (0, 15),
+                  "verified": [True, False], "channel": ["chat", "email", "phone"]},
+    },
+    "travel": {
+        "nouns": ["flight", "hotel", "booking", "seat", "visa", "train", "ticket", "fare",
+                  "luggage", "gate", "itinerary", "passport", "transfer", "lounge"],
+        "verbs": ["book", "rebook", "cancel", "upgrade", "hold", "compare", "confirm", "check in",
+                  "refund", "reserve"],
+        "facts": {"budget": (100, 2000), "price": (80, 2500), "cabin": ["economy", "business"],
+                  "international": [True, False]},
+    },
+}
+FILLER = ["the", "a", "when", "after", "before", "then", "if", "only", "first", "again",
+          "quickly", "carefully", "because", "so", "still", "now", "never", "always"]
+STATES_ON_OFF = ["is on", "is off", "is open", "is closed", "is empty", "is full", "is running",
+                 "is down"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One memory to write: `Memory.add` keyword arguments plus its two vectors."""
+
+    tenant: int
+    kwargs: dict[str, Any]
+    content_vec: F32
+    state_vec: F32
+
+
+@dataclass(frozen=True)
+class Query:
+    """One present situation to recall for, with precomputed query and state vectors."""
+
+    tenant: int
+    state: State
+    intent: str
+    qvec: F32
+    svec: F32
+
+
+class World:
+    """Cluster centres and the random generator shared by memories and queries."""
+
+    def __init__(self, dim: int, seed: int) -> None:
+        self.dim = dim
+        self.rng = np.random.default_rng(seed)
+        self.names = list(NAMESPACES)
+        n = len(self.names) * CLUSTERS_PER_NAMESPACE
+        self.centres = _unit(self.rng.standard_normal((n, dim)))
+        # a source state is about the same topic as its lesson, but not the same text
+        self.state_centres = _unit(self.centres + 0.8 * _unit(self.rng.standard_normal((n, dim))))
+
+    def _near(self, centres: F32, cluster: int) -> F32:
+        noise = self.rng.standard_normal(self.dim) * (SPREAD / np.sqrt(self.dim))
+        return _unit(centres[cluster] + noise)
+
+    def _words(self, ns: str, n: int) -> str:
+        spec = NAMESPACES[ns]
+        pool = spec["nouns"] + spec["verbs"] + FILLER
+        return " ".join(str(w) for w in self.rng.choice(pool, n))
+
+    def _facts(self, ns: str, keep: float) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, dom in NAMESPACES[ns]["facts"].items():
+            if self.rng.random() > keep:
+                continue
+            if isinstance(dom, tuple):
+                out[key] = int(self.rng.integers(dom[0], dom[1] + 1))
+            else:
+                out[key] = dom[int(self.rng.integers(len(dom)))]
+        return out
+
+    def _condition(self, key: str, value: Any, ns: str) -> str:
+        dom = NAMESPACES[ns]["facts"][key]
+        roll = self.rng.random()
+        if isinstance(value, bool):
+            return f"{key} == {'true' if value else 'false'}"
+        if isinstance(value, int):
+            op = ">=" if roll < 0.5 else "<="
+            return f"{key} {op} {value}"
+        if roll < 0.2:
+            return f"exists({key})"
+        if roll < 0.5:
+            other = dom[int(self.rng.integers(len(dom)))]
+            return f"{key} in [{value!r}, {other!r}]"
+        return f"{key} == {value!r}"
+
+    def state_text(self, ns: str, facts: dict[str, Any]) -> str:
+        noun = NAMESPACES[ns]["nouns"]
+        a, b = (str(x) for x in self.rng.choice(noun, 2))
+        bits = [f"the {a} {self.rng.choice(STATES_ON_OFF)}",
+                f"{int(self.rng.integers(1, 9))} {b}s waiting", self._words(ns, 6)]
+        bits += [f"{k} {v}" for k, v in list(facts.items())[:2]]
+        return ", ".join(bits)
+
+    def memory(self, i: int) -> Spec:
+        ns = self.names[i % len(self.names)] if self.rng.random() < 0.3 else str(
+            self.rng.choice(self.names)
+        )
+        cluster = self.names.index(ns) * CLUSTERS_PER_NAMESPACE + int(
+            self.rng.integers(CLUSTERS_PER_NAMESPACE)
+        )
+        tenant = int(self.rng.integers(TENANTS))
+        verbs = NAMESPACES[ns]["verbs"]
+        content = (
+            f"{str(self.rng.choice(verbs)).capitalize()} {self._words(ns, 9)}; "
+            f"then {self.rng.choice(verbs)} {self._words(ns, 6)} (#{i})."
+        )
+        kw: dict[str, Any] = {"content": content, "namespace": ns, "kind": "lesson"}
+        shape = self.rng.random()
+        if shape < 0.45:  # state text, facts and explicit conditions
+            facts = self._facts(ns, keep=0.8)
+            keys = list(facts)[: int(self.rng.integers(1, 3))]
+            kw |= {"state": State(self.state_text(ns, facts), facts=facts),
+                   "conditions": [self._condition(k, facts[k], ns) for k in keys]}
+        elif shape < 0.65:  # state text and facts, conditions left to the facts
+            facts = self._facts(ns, keep=0.8)
+            kw["state"] = State(self.state_text(ns, facts), facts=facts)
+        elif shape < 0.85:  # text-only source state
+            kw["state"] = State(self.state_text(ns, {}))
+        elif shape < 0.90:  # no source state, explicit conditions
+            facts = self._facts(ns, keep=1.0)
+            key = str(self.rng.choice(list(facts)))
+            kw["conditions"] = [self._condition(key, facts[key], ns)]
+        elif shape < 0.95:  # a fact about an entity
+            noun = str(self.rng.choice(NAMESPACES[ns]["nouns"]))
+            kw |= {"kind": "fact", "entity": f"{noun}-{i}", "attribute": "status",
+                   "value": str(self.rng.choice(["ok", "late", "blocked"]))}
+        else:  # a preference or a note
+            kw["kind"] = "preference" if self.rng.random() < 0.5 else "note"
+        if "state" in kw:
+            kw |= {"action": f"{self.rng.choice(verbs)} {self._words(ns, 3)}",
+                   "success": bool(self.rng.random() < 0.8)}
+        kw["authority"] = str(self.rng.choice(
+            ["inferred", "inferred", "user_declared", "system_observed"]
+        ))
+        return Spec(tenant, kw, self._near(self.centres, cluster),
+                    self._near(self.state_centres, cluster))
+
+    def query(self, tenant: int) -> Query:
+        ns = str(self.rng.choice(self.names))
+        cluster = self.names.index(ns) * CLUSTERS_PER_NAMESPACE + int(
+            self.rng.integers(CLUSTERS_PER_NAMESPACE)
+        )
+        facts = self._facts(ns, keep=0.85) if self.rng.random() < 0.9 else {}
+        state = State(self.state_text(ns, facts), facts=facts)
+        spec = NAMESPACES[ns]
+        intent = f"{self.rng.choice(spec['verbs'])} the {self.rng.choice(spec['nouns'])}"
+        return Query(tenant, state, intent, self._near(self.centres, cluster),
+                     self._near(self.state_centres, cluster))
+
+
+def _unit(x: npt.NDArray[Any]) -> F32:
+    x = np.asarray(x, dtype=np.float32)
+    out: F32 = (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+    return out
+
+
+def principal(tenant: int) -> Principal:
+    return Principal(tenant=f"tenant-{tenant:02d}", roles=set(), clearance="internal",
+                     name=f"bench-{tenant:02d}")
+
+
+# -- a precomputed embedder -----------------------------------------------------------------
+
+
+class Precomputed(Embedder):
+    """Returns the vectors it was handed, in order: timings then exclude embedding."""
+
+    name = "precomputed"
+    version = "1"
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._next: F32 | None = None
+
+    def hand(self, *vectors: F32) -> None:
+        self._next = np.stack(vectors).astype(np.float32)
+
+    def embed_batch(self, texts: Sequence[str]) -> Vector:
+        raise RuntimeError("Precomputed embeds nothing: use hand() before each call")
+
+    def embed(self, texts: Any) -> Vector:
+        items = list(texts)
+        vecs, self._next = self._next, None
+        if vecs is None or len(vecs) != len(items):
+            raise RuntimeError(f"Precomputed was handed {0 if vecs is None else len(vecs)} "
+                               f"vectors for {len(items)} texts")
+        return vecs
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def bulk_load(mem: Memory, emb: Precomputed, specs: Sequence[Spec]) -> list[int]:
+    """Write memories through the real `Store.insert` / `append_event`, 1,000 per transaction.
+
+    Same validation (`Memory._build`), same rows and same ledger events (PROPOSED, PROMOTED)
+    as `Memory.add`; it skips the exact-duplicate lookup (every synthetic content is unique)
+    and commits once per batch instead of once per memory. Returns the rowid of each spec.
+    """
+    store = mem.store
+    store.bind_embedder(emb.model_ref, emb.dim)
+    rids: list[int] = []
+    for start in range(0, len(specs), BULK_BATCH):
+        with store.transaction():
+            for spec in specs[start : start + BULK_BATCH]:
+                who = principal(spec.tenant)
+                rec = _build(mem, who, spec.kwargs)
+                rid = store.insert(
+                    rec, {"content": spec.content_vec, "state": spec.state_vec},
+                    who.name, "proposed via bulk load",
+                )
+                decision = mem.promotion.decide(rec)
+                if decision.promote:
+                    store.append_event(rec.id, EventType.PROMOTED, who.name, decision.reason)
+                    mem._supersede_same_key(rec, who.name)
+                rids.append(rid)
+    return rids
+
+
+def _build(mem: Memory, who: Principal, kw: dict[str, Any]) -> MemoryRecord:
+    return mem._build(
+        content=kw["content"], principal=who, kind=kw.get("kind", "lesson"),
+        namespace=kw["namespace"], state=kw.get("state"), action=kw.get("action"),
+        success=kw.get("success"), reward=None, episode_id=None, step=None, evidence=(),
+        conditions=kw.get("conditions", ()), entity=kw.get("entity"),
+        attribute=kw.get("attribute"), value=kw.get("value"), multi_valued=False, roles=(),
+        classification="internal", consent=None, authority=kw.get("authority", "inferred"),
+        valid_from=None, valid_until=None, policy_version=None,
+    )
+
+
+def add_one_by_one(mem: Memory, specs: Sequence[Spec], emb: Precomputed | None) -> float:
+    """Memories per second through the public `Memory.add`, one call (one commit) each."""
+    t0 = time.perf_counter()
+    for spec in specs:
+        if emb is not None:
+            emb.hand(spec.content_vec, spec.state_vec)
+        mem.add(principal=principal(spec.tenant), **spec.kwargs)
+    return len(specs) / (time.perf_counter() - t0)
+
+
+# -- timing ----------------------------------------------------------------------------------
+
+
+def pct(samples: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(samples), q)) if samples else float("nan")
+
+
+@dataclass
+class Dist:
+    """Latency samples in milliseconds."""
+
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def p50(self) -> float:
+        return pct(self.samples, 50)
+
+    @property
+    def p95(self) -> float:
+        return pct(self.samples, 95)
+
+    def summary(self) -> dict[str, float]:
+        return {"p50_ms": self.p50, "p95_ms": self.p95,
+                "mean_ms": statistics.fmean(self.samples) if self.samples else float("nan"),
+                "n": len(self.samples)}
+
+
+def ms(t0: int, t1: int) -> float:
+    return (t1 - t0) / 1e6
+
+
+class Baseline:
+    """Exact top-k over one tenant's rows, stored contiguously: `mat @ q` + argpartition."""
+
+    def __init__(self, vecs: F32, rids: npt.NDArray[np.int64]) -> None:
+        self.mat = np.ascontiguousarray(vecs, dtype=np.float32)
+        self.rids = rids
+
+    def search(self, q: F32, k: int) -> npt.NDArray[np.int64]:
+        sims = self.mat @ q
+        k = min(k, len(sims))
+        top = np.argpartition(-sims, k - 1)[:k]
+        return self.rids[top[np.argsort(-sims[top])]]
+
+
+@contextmanager
+def stage_clock(marks: dict[str, int], candidates: int | None) -> Iterator[None]:
+    """Wrap `retrieve`, `collapse` and `Briefing` inside the pipeline to mark stage borders.
+
+    With `candidates` set, retrieval over-fetches exactly that many (instead of the pipeline's
+    own `max(20, 4 k)`), so later stages judge a known number of candidates.
+    """
+    names = ("retrieve", "collapse", "Briefing")
+    missing = [n for n in names if not hasattr(pipeline, n)]
+    if missing:
+        raise SystemExit(f"situated.recall.pipeline no longer has {missing}: update stage_clock")
+    real = {n: getattr(pipeline, n) for n in names}
+
+    def timed_retrieve(store: Any, q: Any, text: str, elig: Any, k: int) -> Any:
+        marks["retrieve_start"] = time.perf_counter_ns()
+        out = real["retrieve"](store, q, text, elig, candidates or k)
+        marks["retrieve_end"] = time.perf_counter_ns()
+        marks["candidates"] = len(out)
+        return out
+
+    def timed_collapse(*args: Any, **kwargs: Any) -> Any:
+        out = real["collapse"](*args, **kwargs)
+        marks["dedupe_end"] = time.perf_counter_ns()
+        marks["kept"] = len(out[0])
+        return out
+
+    def timed_briefing(*args: Any, **kwargs: Any) -> Any:
+        marks["compile_end"] = time.perf_counter_ns()
+        return real["Briefing"](*args, **kwargs)
+
+    for n, f in (("retrieve", timed_retrieve), ("collapse", timed_collapse),
+                 ("Briefing", timed_briefing)):
+        setattr(pipeline, n, f)
+    try:
+        yield
+    finally:
+        for n, f in real.items():
+            setattr(pipeline, n, f)
+
+
+def request(q: Query, k: int = 5) -> RecallRequest:
+    return RecallRequest(
+        state=q.state, principal=principal(q.tenant), intent=q.intent, namespace=None, k=k,
+        budget_tokens=800, as_of=None, known_at=None, policy=Policy(),
+    )
+
+
+# -- one configuration -----------------------------------------------------------------------
+
+
+@dataclass
+class ConfigResult:
+    n: int
+    dim: int
+    eligible_rows: float
+    build_s: float
+    bulk_rate: float
+    numpy: dict[str, float]
+    dense: dict[str, float]
+    retrieve: dict[str, float]
+    recall: dict[str, float]
+    exact_topk_agreement: float
+    stages: dict[str, dict[str, float]]
+    candidates_judged: float
+    modes: dict[str, int]
+    add_into_store_rate: float
+    db_mb: float
+    ratios: dict[str, float] = field(default_factory=dict)
+
+
+def run_config(
+    n: int, dim: int, queries: int, seed: int, workdir: Path, console: Console,
+    profile_out: Path | None, add_n: int,
+) -> ConfigResult:
+    world = World(dim, seed)
+    t0 = time.perf_counter()
+    specs = [world.memory(i) for i in range(n)]
+    gen_s = time.perf_counter() - t0
+    emb = Precomputed(dim)
+    path = workdir / f"recall-{n}-{dim}.db"
+    mem = Memory(path, embedder=emb)
+    t0 = time.perf_counter()
+    rids = bulk_load(mem, emb, specs)
+    build_s = time.perf_counter() - t0
+    console.log(f"N={n:,} dim={dim}: generated in {gen_s:.1f}s, bulk-loaded in {build_s:.1f}s "
+                f"({n / build_s:,.0f} memories/s)")
+
+    rid_arr = np.asarray(rids, dtype=np.int64)
+    tenant_of = np.asarray([s.tenant for s in specs])
+    content = np.stack([s.content_vec for s in specs])
+    baselines = {
+        t: Baseline(content[tenant_of == t], rid_arr[tenant_of == t]) for t in range(TENANTS)
+    }
+    del content
+    qs = [world.query(i % TENANTS) for i in range(queries)]
+    warm = [world.query(i % TENANTS) for i in range(10)]
+    store = mem.store
+
+    def one(q: Query, d_np: Dist, d_dense: Dist, d_ret: Dist, d_rec: Dist) -> tuple[bool, str]:
+        elig = Eligibility.for_recall(principal(q.tenant))
+        t_a = time.perf_counter_ns()
+        top_np = baselines[q.tenant].search(q.qvec, TOP_K)
+        t_b = time.perf_counter_ns()
+        top_db = store.dense("content", q.qvec, TOP_K, elig)
+        t_c = time.perf_counter_ns()
+        retrieve(store, q.qvec, f"{q.intent} {q.state.describe()}".strip(), elig, TOP_K)
+        t_d = time.perf_counter_ns()
+        emb.hand(q.qvec, q.svec)
+        t_e = time.perf_counter_ns()
+        b = run_recall(store, emb, mem.reconstructor, request(q))
+        t_f = time.perf_counter_ns()
+        d_np.samples.append(ms(t_a, t_b))
+        d_dense.samples.append(ms(t_b, t_c))
+        d_ret.samples.append(ms(t_c, t_d))
+        d_rec.samples.append(ms(t_e, t_f))
+        return [r for r, _ in top_db] == [int(x) for x in top_np], b.mode.value
+
+    for q in warm:
+        one(q, Dist(), Dist(), Dist(), Dist())
+    d_np, d_dense, d_ret, d_rec = Dist(), Dist(), Dist(), Dist()
+    agree = 0
+    modes: dict[str, int] = {}
+    gc.collect()
+    prof = cProfile.Profile() if profile_out else None
+    if prof:
+        prof.enable()
+    for q in qs:
+        same, mode = one(q, d_np, d_dense, d_ret, d_rec)
+        agree += same
+        modes[mode] = modes.get(mode, 0) + 1
+    if prof:
+        prof.disable()
+
+    # stages with exactly STAGE_CANDIDATES candidates
+    st = {k: Dist() for k in ("retrieve", "dedupe", "stages_4_7", "record", "total")}
+    judged: list[int] = []
+    marks: dict[str, int] = {}
+    with stage_clock(marks, STAGE_CANDIDATES):
+        for i, q in enumerate(warm + qs):
+            emb.hand(q.qvec, q.svec)
+            t0n = time.perf_counter_ns()
+            run_recall(store, emb, mem.reconstructor, request(q))
+            t1n = time.perf_counter_ns()
+            if i < len(warm):
+                continue
+            st["retrieve"].samples.append(ms(marks["retrieve_start"], marks["retrieve_end"]))
+            st["dedupe"].samples.append(ms(marks["retrieve_end"], marks["dedupe_end"]))
+            st["stages_4_7"].samples.append(ms(marks["dedupe_end"], marks["compile_end"]))
+            st["record"].samples.append(ms(marks["compile_end"], t1n))
+            st["total"].samples.append(ms(t0n, t1n))
+            judged.append(marks["kept"])
+    if prof and profile_out:
+        with stage_clock({}, STAGE_CANDIDATES):
+            prof.enable()
+            for q in qs:
+                emb.hand(q.qvec, q.svec)
+                run_recall(store, emb, mem.reconstructor, request(q))
+            prof.disable()
+        prof.dump_stats(str(profile_out))
+        console.log(f"profile written to {profile_out}")
+
+    # Memory.add one by one into the loaded store (after the recalls, not part of the baseline)
+    extra = [world.memory(n + i) for i in range(add_n)]
+    add_rate = add_one_by_one(mem, extra, emb)
+    mem.close()
+    db_mb = sum(p.stat().st_size for p in workdir.glob(f"recall-{n}-{dim}.db*")) / 1e6
+
+    res = ConfigResult(
+        n=n, dim=dim, eligible_rows=float(np.mean([len(b.rids) for b in baselines.values()])),
+        build_s=build_s, bulk_rate=n / build_s, numpy=d_np.summary(), dense=d_dense.summary(),
+        retrieve=d_ret.summary(), recall=d_rec.summary(), exact_topk_agreement=agree / len(qs),
+        stages={k: v.summary() for k, v in st.items()},
+        candidates_judged=float(np.mean(judged)) if judged else 0.0, modes=modes,
+        add_into_store_rate=add_rate, db_mb=db_mb,
+    )
+    base = d_np.p50
+    res.ratios = {
+        "dense_vs_numpy": d_dense.p50 / base,
+        "retrieve_vs_numpy": d_ret.p50 / base,
+        "recall_vs_numpy": d_rec.p50 / base,
+        "stages_4_7_vs_retrieve": st["stages_4_7"].p50 / st["retrieve"].p50,
+    }
+    return res
+
+
+# -- throughput with real embedding ----------------------------------------------------------
+
+
+def throughput(n: int, seed: int, workdir: Path, console: Console) -> dict[str, float]:
+    """`Memory.add` one by one: precomputed vectors, and the default embedder; embedder alone."""
+    out: dict[str, float] = {"n": n}
+    real = get_embedder(DEFAULT_EMBEDDER)
+    world = World(real.dim, seed + 1)
+    specs = [world.memory(i) for i in range(n)]
+
+    emb = Precomputed(real.dim)
+    with Memory(workdir / "add-precomputed.db", embedder=emb) as mem:
+        out["add_precomputed_per_s"] = add_one_by_one(mem, specs, emb)
+
+    texts = []
+    for s in specs:
+        st = s.kwargs.get("state")
+        texts += [s.kwargs["content"], st.describe() if st is not None else s.kwargs["content"]]
+    real.embed(texts[:64])  # load the model outside the clock
+    t0 = time.perf_counter()
+    real.embed(texts)
+    out["embed_texts_per_s"] = len(texts) / (time.perf_counter() - t0)
+
+    with Memory(workdir / "add-default.db", embedder=real) as mem:
+        out["add_default_embedder_per_s"] = add_one_by_one(mem, specs, None)
+
+    emb2 = Precomputed(real.dim)
+    with Memory(workdir / "bulk-precomputed.db", embedder=emb2) as mem:
+        t0 = time.perf_counter()
+        bulk_load(mem, emb2, specs)
+        out["bulk_precomputed_per_s"] = n / (time.perf_counter() - t0)
+    console.log(f"throughput at n={n:,}: {out}")
+    out["embedder"] = real.model_ref  # type: ignore[assignment]
+    return out
+
+
+# -- machine and output ----------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    db = apsw.Connection(":memory:")
+    load_extension(db)
+    row = db.execute("SELECT vec_version()").fetchone()
+    vec = str(row[0]) if row else "?"
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (float("nan"),) * 3
+    return {
+        "cpu": cpu or platform.processor(),
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "sqlite": apsw.sqlite_lib_version(),
+        "apsw": apsw.apsw_version(),
+        "sqlite_vec": vec,
+        "numpy": np.__version__,
+        "situated": getattr(sys.modules["situated"], "__version__", "?"),
+        "loadavg_at_start": [round(x, 2) for x in load],
+    }
+
+
+def f2(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def render(console: Console, facts: dict[str, Any], results: list[ConfigResult],
+           tp: dict[str, float] | None, wall: float) -> None:
+    console.print(
+        f"[bold]machine[/]: {facts['cpu']}, {facts['cores']} cores "
+        f"({facts['usable_cores']} usable), load {facts['loadavg_at_start']}\n"
+        f"python {facts['python']}, SQLite {facts['sqlite']} (apsw {facts['apsw']}), "
+        f"sqlite-vec {facts['sqlite_vec']}, numpy {facts['numpy']}, {facts['platform']}"
+    )
+    t = Table(title=f"Recall latency, ms (query embedding excluded; {TENANTS} tenants, "
+                    f"tenant gate = 10%; dense k={TOP_K}, recall k=5)")
+    for col in ("N", "dim", "eligible", "numpy p50/p95", "dense p50/p95", "x numpy",
+                "retrieve p50/p95", "x numpy", "recall p50/p95", "x numpy", "top-k ="):
+        t.add_column(col, justify="right")
+    for r in results:
+        t.add_row(
+            f"{r.n:,}", str(r.dim), f"{r.eligible_rows:,.0f}",
+            f"{f2(r.numpy['p50_ms'])} / {f2(r.numpy['p95_ms'])}",
+            f"{f2(r.dense['p50_ms'])} / {f2(r.dense['p95_ms'])}",
+            f"{r.ratios['dense_vs_numpy']:.1f}x",
+            f"{f2(r.retrieve['p50_ms'])} / {f2(r.retrieve['p95_ms'])}",
+            f"{r.ratios['retrieve_vs_numpy']:.1f}x",
+            f"{f2(r.recall['p50_ms'])} / {f2(r.recall['p95_ms'])}",
+            f"[bold]{r.ratios['recall_vs_numpy']:.1f}x[/]",
+            f"{r.exact_topk_agreement:.0%}",
+        )
+    console.print(t)
+
+    s = Table(title=f"Pipeline stages with {STAGE_CANDIDATES} candidates, `rules` reconstructor, "
+                    "ms p50 / p95")
+    for col in ("N", "dim", "judged", "2 retrieve", "3 dedupe", "4-7 reconstruct..compile",
+                "4-7 / retrieve", f"4-7 p50 <= {TARGET_STAGES_MS:g} ms", "8 record", "total"):
+        s.add_column(col, justify="right")
+    for r in results:
+        g = r.stages
+        ok = g["stages_4_7"]["p50_ms"] <= TARGET_STAGES_MS
+        s.add_row(
+            f"{r.n:,}", str(r.dim), f"{r.candidates_judged:.1f}",
+            *(f"{f2(g[k]['p50_ms'])} / {f2(g[k]['p95_ms'])}" for k in ("retrieve", "dedupe")),
+            f"{f2(g['stages_4_7']['p50_ms'])} / {f2(g['stages_4_7']['p95_ms'])}",
+            f"[bold]{r.ratios['stages_4_7_vs_retrieve']:.2f}x[/]",
+            "[green]yes[/]" if ok else "[red]no[/]",
+            f"{f2(g['record']['p50_ms'])} / {f2(g['record']['p95_ms'])}",
+            f"{f2(g['total']['p50_ms'])} / {f2(g['total']['p95_ms'])}",
+        )
+    console.print(s)
+
+    w = Table(title="Write throughput, memories/s")
+    for col in ("path", "store", "memories/s"):
+        w.add_column(col, justify="right" if col == "memories/s" else "left")
+    for r in results:
+        w.add_row("bulk load (Store.insert, 1,000 per transaction), precomputed vectors",
+                  f"empty -> {r.n:,} @ {r.dim}", f"{r.bulk_rate:,.0f}")
+        w.add_row("Memory.add one by one, precomputed vectors",
+                  f"holding {r.n:,} @ {r.dim}", f"{r.add_into_store_rate:,.0f}")
+    if tp:
+        n = int(tp["n"])
+        w.add_row("Memory.add one by one, precomputed vectors", f"empty -> {n:,}",
+                  f"{tp['add_precomputed_per_s']:,.0f}")
+        w.add_row(f"Memory.add one by one, {DEFAULT_EMBEDDER} embedder", f"empty -> {n:,}",
+                  f"{tp['add_default_embedder_per_s']:,.0f}")
+        w.add_row("bulk load, precomputed vectors", f"empty -> {n:,}",
+                  f"{tp['bulk_precomputed_per_s']:,.0f}")
+        w.add_row(f"{DEFAULT_EMBEDDER} embed() alone (texts/s, 2 per memory)", "-",
+                  f"{tp['embed_texts_per_s']:,.0f}")
+    console.print(w)
+    big = max(results, key=lambda r: (r.n, r.dim == 256))
+    console.print(
+        f"headline: at N={big.n:,}, dim={big.dim}, recall p50 is "
+        f"{big.ratios['recall_vs_numpy']:.1f}x the numpy baseline "
+        f"(target <= {TARGET_RECALL_RATIO:g}x); stages 4-7 add "
+        f"{big.stages['stages_4_7']['p50_ms']:.2f} ms p50 for {STAGE_CANDIDATES} candidates "
+        f"(target <= {TARGET_STAGES_MS:g} ms). wall time {wall:.0f} s"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--sizes", default="10000,100000", help="store sizes, comma-separated")
+    ap.add_argument("--dims", default="256,384", help="vector dimensions, comma-separated")
+    ap.add_argument("--quick", action="store_true", help="sizes 2000,10000 and fewer queries")
+    ap.add_argument("--queries", type=int, default=None, help="timed recalls per configuration")
+    ap.add_argument("--throughput-n", type=int, default=2000,
+                    help="memories added one by one for the throughput rows (0 skips them)")
+    ap.add_argument("--add-n", type=int, default=300,
+                    help="Memory.add calls timed into each loaded store")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--json", type=Path, default=None, help="write every number to this file")
+    ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
+    ap.add_argument("--profile", type=Path, default=None,
+                    help="cProfile the recall loop of the largest configuration into this file")
+    args = ap.parse_args(argv)
+
+    sizes = [2000, 10000] if args.quick else [int(x) for x in args.sizes.split(",") if x]
+    dims = [int(x) for x in args.dims.split(",") if x]
+    queries = args.queries or (100 if args.quick else 300)
+    tp_n = min(args.throughput_n, 500) if args.quick else args.throughput_n
+    console = Console(width=max(Console().width, 160))
+    facts = machine()
+    wall0 = time.perf_counter()
+    results: list[ConfigResult] = []
+    with tempfile.TemporaryDirectory(prefix="situated-bench-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        largest = (max(sizes), dims[0])
+        for n in sizes:
+            for dim in dims:
+                prof = args.profile if (n, dim) == largest else None
+                results.append(run_config(n, dim, queries, args.seed, workdir, console, prof,
+                                          args.add_n))
+        tp = throughput(tp_n, args.seed, workdir, console) if tp_n > 0 else None
+    wall = time.perf_counter() - wall0
+    render(console, facts, results, tp, wall)
+    if args.profile:
+        buf = io.StringIO()
+        pstats.Stats(str(args.profile), stream=buf).sort_stats("cumulative").print_stats(30)
+        console.print(buf.getvalue())
+    if args.json:
+        args.json.write_text(json.dumps(
+            {"machine": facts, "queries": queries, "top_k": TOP_K,
+             "stage_candidates": STAGE_CANDIDATES, "tenants": TENANTS,
+             "configs": [asdict(r) for r in results], "throughput": tp, "wall_s": wall},
+            indent=2, default=str,
+        ))
+        console.print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

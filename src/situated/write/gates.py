@@ -1,0 +1,368 @@
+"""Write gates: every proposal passes them, in a fixed order, before it can be promoted.
+
+Each gate is a small plugin with a name, a version and a verdict with reasons. A gate may
+redact (the proposal continues with the cleaned text), hold it for review, or reject it. Results
+are recorded in the ledger with the `proposed` event; redacted values never are.
+
+Secrets are found with Yelp's `detect-secrets` plugins plus a few token shapes it misses
+(`sk-...` API keys, `password: ...` pairs); phone numbers with `phonenumbers` (Google's
+libphonenumber); e-mail addresses and payment cards (Luhn-checked) with patterns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import lru_cache
+from typing import Any, Protocol
+
+from situated.models import Authority, Classification, MemoryRecord, State
+from situated.safety import disallowed_tools, injection_findings
+
+
+class GateVerdict(StrEnum):
+    """What a gate decided."""
+
+    PASS = "pass"
+    REDACTED = "redacted"
+    HOLD = "hold"
+    REJECT = "reject"
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate's verdict on one proposal, as recorded in the ledger."""
+
+    gate: str
+    version: str
+    verdict: GateVerdict
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WritePolicy:
+    """What a namespace requires of a proposal.
+
+    Args:
+        allowed_tools: tools a lesson may name; None means no allow-list.
+        require_consent: a proposal must carry a consent reference.
+        review_authority: proposals claiming this authority or higher are held for review.
+        max_content_chars: size limit for content.
+    """
+
+    allowed_tools: frozenset[str] | None = None
+    require_consent: bool = False
+    review_authority: Authority = Authority.EXTERNALLY_VERIFIED
+    max_content_chars: int = 4000
+
+
+@dataclass(frozen=True)
+class GateContext:
+    """What gates may consult besides the proposal itself."""
+
+    policy: WritePolicy
+    source_classification: Classification | None = None
+    near_duplicates: Callable[[MemoryRecord], Sequence[tuple[MemoryRecord, float]]] = (
+        lambda rec: ()
+    )
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Gate(Protocol):
+    """A write gate: returns the (possibly redacted) proposal and its verdict."""
+
+    name: str
+    version: str
+
+    def check(self, rec: MemoryRecord, ctx: GateContext) -> tuple[MemoryRecord, GateResult]: ...
+
+
+# -- schema --------------------------------------------------------------------------------
+
+
+class SchemaGate:
+    """Size limits beyond the model's own validation."""
+
+    name = "schema"
+    version = "1"
+
+    def check(self, rec: MemoryRecord, ctx: GateContext) -> tuple[MemoryRecord, GateResult]:
+        problems = []
+        if len(rec.content) > ctx.policy.max_content_chars:
+            problems.append(f"content longer than {ctx.policy.max_content_chars} characters")
+        if len(rec.conditions) > 20:
+            problems.append("more than 20 conditions")
+        if len(rec.source.evidence) > 50:
+            problems.append("more than 50 evidence references")
+        verdict = GateVerdict.REJECT if problems else GateVerdict.PASS
+        return rec, GateResult(self.name, self.version, verdict, tuple(problems))
+
+
+# -- secrets and PII -----------------------------------------------------------------------
+
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
+_CARD = re.compile(r"\b(?:\d[ -]?){13,19}\b")
+_EXTRA_SECRETS = [
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}\b"),
+    re.compile(r"\b(?:xox[abpr]|ghp|gho|ghs|glpat)[-_][A-Za-z0-9_\-]{10,}\b"),
+    re.compile(
+        r"(?i)\b(pass(?:word|wd)?|pwd|secret|api[_ -]?key|access[_ -]?token|token)\b"
+        r"(\s*(?:is|[:=])\s*)(\"[^\"]+\"|'[^']+'|\S+)"
+    ),
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"),
+]
+
+
+def _luhn(digits: str) -> bool:
+    total, alt = 0, False
+    for ch in reversed(digits):
+        d = int(ch)
+        if alt:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+        alt = not alt
+    return total % 10 == 0
+
+
+@lru_cache(maxsize=1)
+def _secret_plugins() -> list[Any]:
+    from detect_secrets.settings import default_settings, get_plugins
+
+    with default_settings():
+        return [
+            p for p in get_plugins()
+            if type(p).__name__ not in ("Base64HighEntropyString", "HexHighEntropyString")
+        ]
+
+
+def find_sensitive(text: str) -> list[tuple[int, int, str]]:
+    """Spans (start, end, kind) of secrets and PII in `text`."""
+    spans: list[tuple[int, int, str]] = []
+    for plugin in _secret_plugins():
+        for line in text.splitlines() or [text]:
+            for secret in plugin.analyze_line(filename="memory.txt", line=line, line_number=1):
+                value = secret.secret_value or ""
+                if len(value) < 4:
+                    continue
+                for m in re.finditer(re.escape(value), text):
+                    # widen to the whole whitespace-delimited token
+                    s, e = m.start(), m.end()
+                    while s > 0 and not text[s - 1].isspace() and text[s - 1] not in "\"'=:":
+                        s -= 1
+                    while e < len(text) and not text[e].isspace() and text[e] not in "\"',;":
+                        e += 1
+                    spans.append((s, e, secret.type))
+    for rx in _EXTRA_SECRETS:
+        for m in rx.finditer(text):
+            if m.lastindex and m.lastindex >= 3:
+                spans.append((m.start(3), m.end(3), "secret"))
+            else:
+                spans.append((m.start(), m.end(), "secret"))
+    for m in _EMAIL.finditer(text):
+        spans.append((m.start(), m.end(), "email"))
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", m.group(0))
+        if 13 <= len(digits) <= 19 and _luhn(digits):
+            spans.append((m.start(), m.end(), "card"))
+    spans.extend(_phones(text))
+    return _merge(spans)
+
+
+def _phones(text: str) -> list[tuple[int, int, str]]:
+    import phonenumbers
+
+    out = []
+    for region in ("US", "GB", "FR", "DE"):
+        for m in phonenumbers.PhoneNumberMatcher(text, region):
+            out.append((m.start, m.end, "phone"))
+    return out
+
+
+def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    spans.sort()
+    merged: list[tuple[int, int, str]] = []
+    for s, e, k in spans:
+        if merged and s <= merged[-1][1]:
+            ps, pe, pk = merged[-1]
+            merged[-1] = (ps, max(pe, e), pk)
+        else:
+            merged.append((s, e, k))
+    return merged
+
+
+def redact(text: str) -> tuple[str, list[str]]:
+    """Replace secrets and PII with `[REDACTED:<kind>]`; returns the text and the kinds found."""
+    spans = find_sensitive(text)
+    if not spans:
+        return text, []
+    out, last = [], 0
+    for s, e, kind in spans:
+        out.append(text[last:s])
+        out.append(f"[REDACTED:{kind}]")
+        last = e
+    out.append(text[last:])
+    return "".join(out), [k for _, _, k in spans]
+
+
+class SecretsGate:
+    """Redacts secrets and PII in content, source state, action and evidence."""
+
+    name = "secrets"
+    version = "1"
+
+    def check(self, rec: MemoryRecord, ctx: GateContext) -> tuple[MemoryRecord, GateResult]:
+        kinds: list[str] = []
+
+        def clean(text: str | None) -> str | None:
+            if text is None:
+                return None
+            cleaned, found = redact(text)
+            kinds.extend(found)
+            return cleaned
+
+        content = clean(rec.content) or ""
+        src = rec.source
+        state = src.state
+        if state is not None:
+            facts = {
+                k: (clean(v) if isinstance(v, str) else v) for k, v in state.facts.items()
+            }
+            state = State(clean(state.text) or "", facts)
+        source = src.model_copy(
+            update={
+                "state": state,
+                "action": clean(src.action),
+                "evidence": tuple(clean(e) or "" for e in src.evidence),
+            }
+        )
+        value = clean(rec.value) if isinstance(rec.value, str) else rec.value
+        if not kinds:
+            return rec, GateResult(self.name, self.version, GateVerdict.PASS)
+        cleaned = rec.model_copy(update={"content": content, "source": source, "value": value})
+        summary = sorted(set(kinds))
+        return cleaned, GateResult(
+            self.name, self.version, GateVerdict.REDACTED,
+            (f"redacted {len(kinds)} value(s): {', '.join(summary)}",),
+        )
+
+
+# -- poisoning -----------------------------------------------------------------------------
+
+
+class PoisoningGate:
+    """Holds text that instructs the agent, widens tools, claims authority or hides content."""
+
+    name = "poisoning"
+    version = "1"
+
+    def check(self, rec: MemoryRecord, ctx: GateContext) -> tuple[MemoryRecord, GateResult]:
+        reasons: list[str] = []
+        texts = [rec.content, rec.source.action or ""]
+        for text in texts:
+            reasons.extend(f.reason for f in injection_findings(text))
+        allowed = ctx.policy.allowed_tools
+        if allowed is not None:
+            bad = set().union(*(disallowed_tools(t, allowed) for t in texts))
+            if bad:
+                reasons.append(f"names tools outside the allow-list: {', '.join(sorted(bad))}")
+        if rec.authority >= ctx.policy.review_authority:
+            reasons.append(f"claims authority {rec.authority.label}, which needs review")
+        verdict = GateVerdict.HOLD if reasons else GateVerdict.PASS
+        return rec, GateResult(self.name, self.version, verdict, tuple(dict.fromkeys(reasons)))
+
+
+# -- consent and classification ------------------------------------------------------------
+
+
+class ConsentGate:
+    """Requires a consent reference where the policy says so; never lowers classification."""
+
+    name = "consent"
+    version = "1"
+
+    def check(self, rec: MemoryRecord, ctx: GateContext) -> tuple[MemoryRecord, GateResult]:
+        reasons = []
+        if ctx.policy.require_consent and not rec.scope.consent:
+            reasons.append("this namespace requires a consent reference")
+        src = ctx.source_classification
+        if src is not None and rec.scope.classification < src:
+            reasons.append(
+                f"classification {rec.scope.classification.label} is lower than its source "
+                f"trace ({src.label})"
+            )
+        verdict = GateVerdict.REJECT if reasons else GateVerdict.PASS
+        return rec, GateResult(self.name, self.version, verdict, tuple(reasons))
+
+
+# -- dedupe --------------------------------------------------------------------------------
+
+
+class DedupeGate:
+    """Flags a near-duplicate of a memory retired for poor utility (it should not come back
+    silently). Plain near-duplicates are merged by `Memory.add` as reinforcement."""
+
+    name = "dedupe"
+    version = "1"
+
+    def check(self, rec: MemoryRecord, ctx: GateContext) -> tuple[MemoryRecord, GateResult]:
+        retired = [
+            (twin, sim) for twin, sim in ctx.near_duplicates(rec)
+            if twin.state.value in ("LOW_VALUE", "ARCHIVED")
+        ]
+        if retired:
+            twin, sim = retired[0]
+            return rec, GateResult(
+                self.name, self.version, GateVerdict.HOLD,
+                (f"resembles {twin.id} ({sim:.2f}), retired as {twin.state.value} "
+                 f"after {twin.counters.uses} uses at utility {twin.utility:.2f}",),
+            )
+        return rec, GateResult(self.name, self.version, GateVerdict.PASS)
+
+
+DEFAULT_GATES: tuple[Gate, ...] = (
+    SchemaGate(), SecretsGate(), PoisoningGate(), ConsentGate(), DedupeGate()
+)
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """All gate results for one proposal and the overall outcome."""
+
+    record: MemoryRecord
+    results: tuple[GateResult, ...]
+
+    @property
+    def rejected(self) -> bool:
+        return any(r.verdict is GateVerdict.REJECT for r in self.results)
+
+    @property
+    def held(self) -> bool:
+        return any(r.verdict is GateVerdict.HOLD for r in self.results)
+
+    def reasons(self) -> list[str]:
+        return [
+            f"{r.gate}: {reason}" for r in self.results
+            if r.verdict in (GateVerdict.HOLD, GateVerdict.REJECT) for reason in r.reasons
+        ]
+
+    def to_data(self) -> list[dict[str, Any]]:
+        return [
+            {"gate": r.gate, "version": r.version, "verdict": r.verdict.value,
+             "reasons": list(r.reasons)}
+            for r in self.results
+        ]
+
+
+def run_gates(
+    rec: MemoryRecord, ctx: GateContext, gates: Iterable[Gate] = DEFAULT_GATES
+) -> GateReport:
+    """Run every gate in order; a rejecting gate stops the run."""
+    results = []
+    for gate in gates:
+        rec, result = gate.check(rec, ctx)
+        results.append(result)
+        if result.verdict is GateVerdict.REJECT:
+            break
+    return GateReport(rec, tuple(results))
