@@ -88,8 +88,8 @@ class Request:
                 parts.append(content)
             elif isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
                 parts.extend(
-                    p["text"] for p in content if isinstance(p, dict) and isinstance(
-                        p.get("text"), str)
+                    p["text"] for p in content
+                    if isinstance(p, dict) and isinstance(p.get("text"), str)
                 )
         return "\n\n".join(parts)
 

@@ -7,14 +7,13 @@ from typing import Any
 
 import pytest
 
+from conftest import snapshot
 from situated import FeedbackConflict, InvalidInput, Memory, NotFound, Principal, State
 from situated.errors import ConditionSyntaxError, EmbedderMismatch
 
-from conftest import snapshot
-
 
 def _setup(mem: Memory, who: Principal) -> str:
-    rec = mem.add("tip", principal=who, state=State("s", facts={"x": 1}))
+    mem.add("tip", principal=who, state=State("s", facts={"x": 1}))
     b = mem.recall(State("s", facts={"x": 1}), principal=who)
     assert b.items
     return b.recall_id
@@ -55,12 +54,16 @@ def test_add_rejects_bad_input_untouched(
     assert snapshot(mem) == before
 
 
-def test_bad_state_facts(mem: Memory, acme: Principal) -> None:
-    with pytest.raises(Exception) as err:
+def test_bad_state_facts_name_the_field() -> None:
+    with pytest.raises(InvalidInput) as err:
         State("s", facts={"a b": 1})
-    assert "fact name" in str(err.value)
-    with pytest.raises(Exception):
+    assert "fact name" in str(err.value) and err.value.field == "state.facts"
+    with pytest.raises(InvalidInput) as bad:
         State("s", facts={"x": [1, 2]})
+    assert bad.value.field == "state.facts"
+    with pytest.raises(InvalidInput) as who:
+        Principal(tenant="acme", clearance="cosmic")
+    assert who.value.field == "principal.clearance"
 
 
 RECALL_BAD: list[tuple[dict[str, Any], str]] = [

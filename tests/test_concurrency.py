@@ -6,6 +6,7 @@ import multiprocessing as mp
 import os
 import signal
 import time
+import uuid
 from pathlib import Path
 
 from situated import Memory, Principal, State
@@ -15,11 +16,12 @@ WRITERS = 4
 PER_WRITER = 20
 
 
-def _writer(path: str, n: int, out: "mp.Queue[str]") -> None:
+def _writer(path: str, n: int, out: mp.Queue[str]) -> None:
     mem = Memory(path, embedder="hash")
     who = Principal(tenant=f"t{n % 2}", name=f"writer{n}")
     for i in range(PER_WRITER):
-        rec = mem.add(f"writer {n} lesson {i}", principal=who,
+        # distinct texts: near-duplicates would (rightly) be merged into one memory
+        rec = mem.add(f"writer {n} lesson {i}: {uuid.uuid4().hex}", principal=who,
                       state=State("case", facts={"writer": n, "i": i}))
         out.put(rec.id)  # acknowledged
         if i % 5 == 0:
@@ -53,12 +55,13 @@ def test_four_processes_write_concurrently(tmp_path: Path) -> None:
     assert promoted == WRITERS * PER_WRITER
 
 
-def _killable_writer(path: str, out: "mp.Queue[str]") -> None:
+def _killable_writer(path: str, out: mp.Queue[str]) -> None:
     mem = Memory(path, embedder="hash")
     who = Principal(tenant="acme")
     i = 0
     while True:
-        rec = mem.add(f"lesson {i}", principal=who, state=State("s", facts={"i": i}))
+        rec = mem.add(f"lesson {i}: {uuid.uuid4().hex}", principal=who,
+                      state=State("s", facts={"i": i}))
         out.put(rec.id)
         i += 1
 

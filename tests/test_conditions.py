@@ -5,7 +5,9 @@ import pytest
 from situated.conditions import Truth, evaluate, parse_condition
 from situated.errors import ConditionSyntaxError
 
-FACTS = {"plan": "annual", "days": 12, "price": 42.5, "budget": 50, "visible": False, "room": "Kitchen"}
+FACTS = {
+    "plan": "annual", "days": 12, "price": 42.5, "budget": 50, "visible": False, "room": "Kitchen"
+}
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,7 @@
-"""The `llm` reconstructor against a real OpenAI-compatible HTTP server on 127.0.0.1."""
+"""The `llm` reconstructor against a real OpenAI-compatible HTTP server on 127.0.0.1.
+
+No other network: conftest.py refuses every non-loopback connection.
+"""
 
 from __future__ import annotations
 
@@ -43,7 +46,6 @@ from situated.recall.reconstruct.llm import (
     LLMReconstructor,
 )
 
-LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 DATA_BLOCK = re.compile(r"<untrusted-data-([0-9a-f]{16})>\n(.*)\n</untrusted-data-\1>", re.S)
 
 LESSON = "Annual plans past 30 days get a prorated refund, not a full one."
@@ -68,19 +70,6 @@ VALID: dict[str, Any] = {
     "missing_facts": [],
     "adaptations": ["60 -> 45 (days_since_purchase)"],
 }
-
-
-@pytest.fixture(autouse=True)
-def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Refuse every connection that leaves the machine."""
-    real_connect = socket.socket.connect
-
-    def guarded(self: socket.socket, address: Any) -> None:
-        if isinstance(address, tuple) and address[0] not in LOOPBACK:
-            raise AssertionError(f"test tried to reach {address}")
-        real_connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", guarded)
 
 
 @pytest.fixture

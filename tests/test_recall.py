@@ -9,7 +9,6 @@ import pytest
 from situated import Memory, Mode, Policy, Principal, RejectionReason, State, Verdict
 
 
-
 def served(b) -> set[str]:  # type: ignore[no-untyped-def]
     return {i.memory_id for i in b.items}
 

@@ -323,20 +323,26 @@ def _record_rows(rec: MemoryRecord) -> list[tuple[str, Any]]:
 
 def _events_table(title: str, events: Iterable[LedgerEvent]) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("seq", "when", "event", "memory", "recall", "actor", "reason"):
-        table.add_column(col, overflow="fold")
+    table.add_column("seq", no_wrap=True)
+    table.add_column("when", min_width=10)
+    table.add_column("event", no_wrap=True)
+    table.add_column("memory / recall", no_wrap=True)
+    table.add_column("actor", overflow="fold")
+    table.add_column("reason", overflow="fold", ratio=1)
     for ev in events:
+        target = "\n".join(x for x in (ev.memory_id, ev.recall_id) if x) or "-"
         table.add_row(
-            str(ev.seq), _iso(ev.at), ev.event.value, ev.memory_id or "-", ev.recall_id or "-",
-            Text(ev.actor), Text(ev.reason),
+            str(ev.seq), _iso(ev.at).replace("T", " ").removesuffix("+00:00"), ev.event.value,
+            target, Text(ev.actor), Text(ev.reason),
         )
     return table
 
 
 def _records_table(title: str, records: Iterable[MemoryRecord]) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("id", "kind", "namespace", "state", "utility", "content"):
-        table.add_column(col, overflow="fold")
+    for col in ("id", "kind", "namespace", "state", "utility"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("content", overflow="fold", ratio=1)
     for rec in records:
         table.add_row(
             rec.id, rec.kind.value, Text(rec.scope.namespace), rec.state.value,

@@ -21,6 +21,7 @@ from situated.memory import Memory
 from situated.models import OPEN_END, LifecycleState, MemoryRecord, Principal, State, from_epoch
 from situated.recall.briefing import Briefing, RejectionReason
 from situated.recall.reconstruct import Policy
+from situated.store.ledger import EventType
 
 NAMESPACE = "refunds"
 ALLOWED_TOOLS = frozenset({"refund_payment", "billing_history", "lookup_order"})
@@ -34,6 +35,7 @@ class DemoResult:
         recall_id: the id of acme's recall.
         mode: the briefing's mode.
         served_ids: memories served as guidance, in briefing order.
+        confidence: served memory id -> the confidence of its verdict.
         rejected: (memory id, reason) for every refused candidate.
         candidate_ids: every memory acme's recall retrieved as a candidate.
         other_tenant_ids: globex's memories (never visible to acme).
@@ -45,6 +47,7 @@ class DemoResult:
     recall_id: str
     mode: str
     served_ids: tuple[str, ...]
+    confidence: dict[str, float]
     rejected: tuple[tuple[str, RejectionReason], ...]
     candidate_ids: tuple[str, ...]
     other_tenant_ids: tuple[str, ...]
@@ -159,6 +162,13 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
         for lesson in ACME_LESSONS:
             _add(mem, acme, lesson, ids, refusals)
         _lessons_table(console, "acme", ACME_LESSONS, ids, refusals)
+        if "poisoned" in refusals:
+            console.print(Text(
+                "The `poisoned` lesson was stopped by the write gates, so no recall will ever "
+                "see it: " + refusals["poisoned"] + ". (Had it got through, recall-time "
+                "validation would strip or reject it: memory can never grant a permission or "
+                "widen the tool allow-list.)", style="italic",
+            ))
         _why(console, "every memory keeps the situation it was learned in (its source state) "
              "and, where the writer knows them, the conditions under which it holds. That is "
              "what lets a recall check a memory against the present instead of pasting it.")
@@ -259,6 +269,7 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
             recall_id=briefing.recall_id,
             mode=briefing.mode.value,
             served_ids=tuple(i.memory_id for i in briefing.items),
+            confidence={i.memory_id: i.confidence for i in briefing.items},
             rejected=tuple((r.memory_id, r.reason) for r in briefing.rejected),
             candidate_ids=candidates,
             other_tenant_ids=other,
@@ -281,8 +292,23 @@ def _add(
         refusals[lesson.label] = f"refused at write: {exc}"
         return
     ids[lesson.label] = rec.id
-    if rec.state is not LifecycleState.ACTIVE:
-        refusals[lesson.label] = f"held at write: {rec.state.value}"
+    if rec.state is LifecycleState.ACTIVE:
+        return
+    verb = "held for review" if rec.state is LifecycleState.PROPOSED else "rejected"
+    why = _write_reasons(mem, who, rec.id)
+    refusals[lesson.label] = f"{verb} at write ({rec.state.value})" + (f": {why}" if why else "")
+
+
+def _write_reasons(mem: Memory, who: Principal, memory_id: str) -> str:
+    """Why the write gates held or rejected a proposal, from its ledger events."""
+    reasons: list[str] = []
+    for ev in mem.history(memory_id, principal=who):
+        if ev.event is EventType.REJECTED and ev.reason:
+            reasons.append(ev.reason)
+        for gate in ev.data.get("gates", []) if isinstance(ev.data, dict) else []:
+            if isinstance(gate, dict) and gate.get("verdict") not in (None, "pass"):
+                reasons.extend(str(r) for r in gate.get("reasons", ()))
+    return "; ".join(dict.fromkeys(reasons))
 
 
 # -- printing --------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
 from situated.store.ledger import Credit, EventType, LedgerEvent
 from situated.store.sqlite import RebuildReport, Store
+from situated.write.distill import Distiller, RulesDistiller, Trajectory
 from situated.write.gates import DEFAULT_GATES, Gate, GateContext, WritePolicy, run_gates
 from situated.write.promotion import AutoPromote, PromotionPolicy
 
@@ -369,7 +370,7 @@ class Memory:
             self.store.append_event(
                 old.id, EventType.SUPERSEDED, actor,
                 f"newer value for ({rec.entity}, {rec.attribute})",
-                {"by": rec.id, "old_value": old.value, "new_value": rec.value},
+                {"by": rec.id},
             )
 
     def promote(
@@ -397,6 +398,123 @@ class Memory:
             if event is EventType.PROMOTED:
                 self._supersede_same_key(rec, reviewer.name)
         return self.store.content_of(memory_id)
+
+    def pending(
+        self, *, reviewer: Principal, namespace: str | None = None, limit: int = 100
+    ) -> builtins.list[tuple[MemoryRecord, builtins.list[dict[str, Any]]]]:
+        """Proposals waiting for review, each with the gate results of its `proposed` event."""
+        if "reviewer" not in reviewer.roles:
+            raise PermissionDenied("reviewing proposals needs the 'reviewer' role")
+        elig = Eligibility(
+            reviewer, (namespace,) if namespace else None, (LifecycleState.PROPOSED,)
+        )
+        out = []
+        for rec in self.store.page(elig, limit, 0):
+            events = self.store.history(rec.id, elig)
+            gates: builtins.list[dict[str, Any]] = next(
+                (e.data.get("gates", []) for e in events if e.event is EventType.PROPOSED), []
+            )
+            out.append((rec, gates))
+        return out
+
+    def learn(
+        self,
+        trajectory: Trajectory | Mapping[str, Any] | str,
+        *,
+        principal: Principal,
+        distiller: Distiller | None = None,
+        classification: Classification | str = Classification.INTERNAL,
+        source_classification: Classification | str | None = None,
+        consent: str | None = None,
+        authority: Authority | str = Authority.SYSTEM_OBSERVED,
+    ) -> builtins.list[MemoryRecord]:
+        """Distil a finished episode into lessons; each goes through the gates like `add`.
+
+        Args:
+            trajectory: a `Trajectory`, its dict, or its JSON text (format in `write/distill`).
+            principal: who proposes (tenant and actor).
+            distiller: `RulesDistiller()` by default; an LLM distiller writes the same drafts.
+
+        Returns:
+            The stored records (promoted, held, or existing ones reinforced).
+        """
+        if isinstance(trajectory, str):
+            traj = validate_input("trajectory", lambda: Trajectory.from_json(trajectory))
+        elif isinstance(trajectory, Trajectory):
+            traj = trajectory
+        else:
+            traj = validate_input("trajectory", lambda: Trajectory.model_validate(trajectory))
+        drafts = (distiller or RulesDistiller()).distill(traj)
+        records = [
+            self._build(
+                d.content, principal, Kind.LESSON, traj.namespace, d.state, d.action,
+                d.success, traj.outcome.reward, traj.episode_id, d.step, d.evidence,
+                d.conditions, None, None, None, False, (), classification, consent,
+                authority, None, None, None,
+            )
+            for d in drafts
+        ]  # all validated before anything is written
+        name = getattr(distiller or RulesDistiller(), "name", "custom")
+        return [
+            self._propose(
+                rec, principal, source_classification, f"distilled by {name}",
+                {"episode_id": traj.episode_id, "failure_lesson": d.failure_lesson},
+            )
+            for rec, d in zip(records, drafts, strict=True)
+        ]
+
+    def revoke_consent(self, consent: str, *, principal: Principal, reason: str) -> int:
+        """Withdraw a consent: every memory under it becomes REVOKED at once. Needs 'admin'.
+
+        Returns:
+            How many memories were revoked.
+        """
+        _require_admin(principal)
+        if not consent or not reason:
+            raise InvalidInput("consent", "a consent reference and a reason are required")
+        rows = self.store._all(
+            "SELECT id FROM memories WHERE tenant = ? AND consent = ? AND state NOT IN "
+            "('REVOKED', 'ERASED')",
+            (principal.tenant, consent),
+        )
+        with self.store.transaction():
+            for (mid,) in rows:
+                self.store.append_event(
+                    mid, EventType.REVOKED, principal.name, reason, {"consent": consent}
+                )
+        return len(rows)
+
+    def erase(self, memory_id: str, *, principal: Principal, reason: str) -> None:
+        """Right to erasure: remove content, source, vectors, FTS row and recalled text; leave
+        a tombstone event. Needs the 'admin' role; the memory must be in the principal's
+        tenant."""
+        _require_admin(principal)
+        if not reason or not reason.strip():
+            raise InvalidInput("reason", "an erasure needs a reason")
+        elig = Eligibility(
+            Principal(tenant=principal.tenant, clearance=Classification.RESTRICTED),
+            states=tuple(s for s in LifecycleState if s is not LifecycleState.ERASED),
+            all_roles=True,
+        )
+        rec = self.store.get(memory_id, elig)
+        secrets = {rec.content}
+        with self.store.transaction():
+            for rid, payload in self.store._all(
+                "SELECT id, payload FROM recalls WHERE tenant = ? AND payload LIKE ?",
+                (principal.tenant, f"%{memory_id}%"),
+            ):
+                data = json.loads(payload)
+                recon = data.get("reconstructions", {}).get(memory_id)
+                if recon and recon.get("guidance"):
+                    secrets.add(recon["guidance"])
+                scrubbed = _scrub(data, secrets)
+                self.store.db.execute(
+                    "UPDATE recalls SET payload = ? WHERE id = ?", (json.dumps(scrubbed), rid)
+                )
+            self.store.erase_content(memory_id)
+            self.store.append_event(
+                memory_id, EventType.ERASED, principal.name, reason, {"tombstone": True}
+            )
 
     # -- recall -----------------------------------------------------------------------------
 
@@ -613,3 +731,22 @@ class Memory:
     def rebuild(self, *, repair: bool = False) -> RebuildReport:
         """Replay the ledger and compare (or repair) stored lifecycle states and counters."""
         return self.store.rebuild(repair=repair)
+
+
+def _require_admin(principal: Principal) -> None:
+    if "admin" not in principal.roles:
+        raise PermissionDenied("this operation needs the 'admin' role")
+
+
+def _scrub(value: Any, secrets: set[str]) -> Any:
+    """Replace erased text wherever it appears inside a recall payload."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret and secret in value:
+                value = value.replace(secret, "[erased]")
+        return value
+    if isinstance(value, list):
+        return [_scrub(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrub(v, secrets) for k, v in value.items()}
+    return value

@@ -155,7 +155,10 @@ class State(_Frozen):
     facts: dict[str, FactValue] = Field(default_factory=dict)
 
     def __init__(self, text: str = "", facts: Mapping[str, FactValue] | None = None, **kw: Any):
-        super().__init__(text=text, facts=dict(facts or {}), **kw)  # type: ignore[call-arg]
+        try:
+            super().__init__(text=text, facts=dict(facts or {}), **kw)  # type: ignore[call-arg]
+        except ValidationError as exc:
+            raise _as_invalid("state", exc) from None
 
     @field_validator("text")
     @classmethod
@@ -332,9 +335,12 @@ class Principal(_Frozen):
         name: str = "agent",
         **kw: Any,
     ):
-        super().__init__(  # type: ignore[call-arg]
-            tenant=tenant, roles=roles, clearance=clearance, name=name, **kw
-        )
+        try:
+            super().__init__(  # type: ignore[call-arg]
+                tenant=tenant, roles=roles, clearance=clearance, name=name, **kw
+            )
+        except ValidationError as exc:
+            raise _as_invalid("principal", exc) from None
 
     @field_validator("tenant", "name")
     @classmethod
@@ -378,11 +384,15 @@ def validate_input(field_prefix: str, build: Callable[[], T]) -> T:
     try:
         return build()
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
-        field = f"{field_prefix}.{loc}" if loc and field_prefix else (loc or field_prefix)
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        raise InvalidInput(field, msg) from None
+        raise _as_invalid(field_prefix, exc) from None
+
+
+def _as_invalid(field_prefix: str, exc: ValidationError) -> InvalidInput:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+    field = f"{field_prefix}.{loc}" if loc and field_prefix else (loc or field_prefix)
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    return InvalidInput(field, msg)
 
 
 def _digest(text: str) -> str:

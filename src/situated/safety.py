@@ -21,7 +21,8 @@ _INJECTION = [
     (r"\b(admin|root|superuser) (access|rights|mode)\b", "claims elevated access"),
     (r"\b(always|must|never fail to)\s+(call|invoke|run|use|execute|send|email|post)\b",
      "commands a tool call"),
-    (r"\b(send|upload|post|forward|exfiltrate|email)\b.{0,60}\b(https?://|\S+@\S+\.\w+)",
+    (r"\b(send|upload|post|forward|exfiltrate|email)\b.{0,60}"
+     r"(https?://|\S+@\S+\.\w+|\[REDACTED:email\])",
      "sends data to an external destination"),
     (r"\b(verified|approved|authori[sz]ed) by (the )?(admin|security|system|owner)",
      "claims authority it was not given"),

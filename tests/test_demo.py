@@ -1,0 +1,102 @@
+"""`situated demo`: the scenario's outcome, its isolation guarantees, and its determinism."""
+
+from __future__ import annotations
+
+import io
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from situated import Memory, Principal, RejectionReason
+from situated.demo import DemoResult, run_demo
+from situated.store.ledger import EventType
+
+
+@pytest.fixture(autouse=True)
+def temp_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's temporary store goes under this test's tmp_path."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def demo(keep: bool = False) -> tuple[DemoResult, str]:
+    out = io.StringIO()
+    console = Console(file=out, width=100, color_system=None, force_terminal=False)
+    result = run_demo(console, "hash", keep=keep)
+    return result, out.getvalue()
+
+
+def test_demo_serves_rejects_and_isolates(tmp_path: Path) -> None:
+    result, text = demo()
+    ids = result.ids
+    assert result.mode == "GUIDED"
+    assert result.served_ids, "at least one memory is served"
+    assert ids["full_refund"] in result.served_ids
+    reasons = dict(result.rejected)
+    assert reasons[ids["prorated"]] is RejectionReason.CONDITION_FAILED
+    assert RejectionReason.CONDITION_FAILED in result.rejected_reasons
+    # the other tenant's memory is never a candidate, let alone served
+    assert result.other_tenant_ids == (ids["globex"],)
+    assert not set(result.other_tenant_ids) & set(result.candidate_ids)
+    assert not set(result.other_tenant_ids) & set(result.served_ids)
+    assert ids["globex"] not in {m for m, _ in result.rejected}
+    # the poisoned lesson never reaches the agent: refused at write or rejected at recall
+    if "poisoned" in result.write_refusals:  # held or rejected by the write gates
+        assert ids.get("poisoned") not in result.candidate_ids
+    else:
+        assert reasons.get(ids["poisoned"]) in {
+            RejectionReason.SUSPECTED_POISONING, RejectionReason.SCOPE_MISMATCH
+        }
+    assert ids.get("poisoned") not in result.served_ids
+    # the superseded fact is not served; the current one is
+    assert ids["threshold_100"] not in result.served_ids
+    assert ids["threshold_250"] in result.served_ids
+    # the text-only lesson, if served, carries an honest low confidence
+    assert "CONDITION_FAILED" in text and "README" in text
+    assert result.recall_id in text
+    # the temporary store is gone
+    assert result.db_path is None
+    assert not list(tmp_path.glob("situated-demo-*"))
+
+
+def test_demo_text_only_lesson_is_low_confidence_when_served() -> None:
+    result, _ = demo()
+    text_only = result.ids["double_charge"]
+    if text_only in result.served_ids:
+        assert result.confidence[text_only] < 0.5
+    else:
+        assert text_only in {m for m, _ in result.rejected}
+    assert result.confidence[result.ids["full_refund"]] >= 0.5
+
+
+def test_demo_feedback_lands_in_the_database() -> None:
+    result, _ = demo(keep=True)
+    assert result.db_path is not None and Path(result.db_path).exists()
+    acme = Principal("acme", roles={"support"})
+    with Memory(result.db_path, embedder="hash") as mem:
+        full = mem.inspect(result.ids["full_refund"], principal=acme)
+        assert (full.counters.uses, full.counters.successes) == (1, 1)
+        feedback = [e for e in mem.ledger(principal=acme, limit=1000)
+                    if e.event is EventType.FEEDBACK]
+        assert {e.recall_id for e in feedback} == {result.recall_id}
+        assert {e.memory_id for e in feedback} == set(result.served_ids)
+        # globex's lesson is stored, and only globex sees it
+        globex = Principal("globex", roles={"support"})
+        assert mem.inspect(result.ids["globex"], principal=globex).scope.tenant == "globex"
+        assert result.ids["globex"] not in {r.id for r in mem.list(principal=acme)}
+        assert mem.health().ok
+
+
+def test_demo_is_deterministic_in_content() -> None:
+    def masked(text: str) -> str:
+        text = re.sub(r"\bmem_[0-9a-f]{16}\b", "mem_*", text)
+        return re.sub(r"\brc_[0-9a-f]{16}\b", "rc_*", text)
+
+    (first, a), (second, b) = demo(), demo()
+    assert masked(a) == masked(b)
+    assert [r for _, r in first.rejected] == [r for _, r in second.rejected]
+    assert len(first.served_ids) == len(second.served_ids)
+
