@@ -164,10 +164,10 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
         _lessons_table(console, "acme", ACME_LESSONS, ids, refusals)
         if "poisoned" in refusals:
             console.print(Text(
-                "The `poisoned` lesson was stopped by the write gates, so no recall will ever "
-                "see it: " + refusals["poisoned"] + ". (Had it got through, recall-time "
-                "validation would strip or reject it: memory can never grant a permission or "
-                "widen the tool allow-list.)", style="italic",
+                "The `poisoned` lesson never reaches a recall: the write gates stopped it ("
+                + refusals["poisoned"] + "); only a reviewer could promote it. Had it got "
+                "through, recall-time validation would still strip or reject it: memory can "
+                "never grant a permission or widen the tool allow-list.", style="italic",
             ))
         _why(console, "every memory keeps the situation it was learned in (its source state) "
              "and, where the writer knows them, the conditions under which it holds. That is "
@@ -259,10 +259,11 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
 
         # 8. the ledger
         _step(console, 8, "the ledger: every change, with actor and reason")
-        _ledger_table(console, mem, acme, labels)
+        gaps = _ledger_table(console, mem, acme, labels)
         _why(console, "the ledger is append-only; replaying it rebuilds every memory's state "
-             "and counters (`situated health` checks exactly that). acme's view of it has "
-             "gaps in `seq`: those events are globex's.")
+             "and counters (`situated health` checks exactly that)."
+             + (f" The missing seq {', '.join(map(str, gaps))} are globex's events, which "
+                "acme cannot see." if gaps else ""))
 
         _outro(console, path if keep else None, embedder_name)
         return DemoResult(
@@ -447,7 +448,10 @@ def _counters_table(console: Console, records: list[MemoryRecord], labels: dict[
     console.print(table)
 
 
-def _ledger_table(console: Console, mem: Memory, who: Principal, labels: dict[str, str]) -> None:
+def _ledger_table(
+    console: Console, mem: Memory, who: Principal, labels: dict[str, str]
+) -> list[int]:
+    """Print the latest events; returns the seq numbers in that range `who` cannot see."""
     events = mem.ledger(principal=who, limit=12)
     table = Table(title=f"latest {len(events)} ledger events of acme, newest first",
                   title_justify="left")
@@ -457,6 +461,8 @@ def _ledger_table(console: Console, mem: Memory, who: Principal, labels: dict[st
         target = labels.get(ev.memory_id or "", ev.memory_id or ev.recall_id or "-")
         table.add_row(str(ev.seq), ev.event.value, Text(target), Text(ev.actor), Text(ev.reason))
     console.print(table)
+    seqs = {ev.seq for ev in events}
+    return sorted(set(range(min(seqs), max(seqs) + 1)) - seqs) if seqs else []
 
 
 def _outro(console: Console, kept: Path | None, embedder_name: str) -> None:
