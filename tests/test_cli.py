@@ -1,4 +1,4 @@
-"""The `situated` CLI through its real entry point; afterwards the database is opened and checked."""
+"""The `situated` CLI through its real entry point; then the database is opened and checked."""
 
 from __future__ import annotations
 
@@ -121,8 +121,9 @@ def test_add_stores_the_record_with_its_source(db: Path, mem_of: Any) -> None:
         db, "add", "Check drawer 2 for the mug.", "--tenant", "acme", "--role", "support",
         "--namespace", "kitchen", "--state", "Mug not visible on the counter",
         "--fact", "room=kitchen", "--fact", "price=42", "--fact", "target_visible=false",
-        "--fact", "ratio=0.5", "--condition", "target_visible == false", "--action", "open drawer 2",
-        "--failure", "--reward", "-1", "--episode", "ep-7", "--step", "3", "--evidence", "log:1",
+        "--fact", "ratio=0.5", "--condition", "target_visible == false",
+        "--action", "open drawer 2", "--failure", "--reward", "-1", "--episode", "ep-7",
+        "--step", "3", "--evidence", "log:1",
         "--role-required", "support", "--classification", "confidential", "--authority",
         "system_observed", "--actor", "tester",
     ))
@@ -209,7 +210,7 @@ def test_recall_text_cites_ids_and_names_the_recall_on_stderr(db: Path) -> None:
 
 
 def test_recall_explain_tells_why(db: Path) -> None:
-    full, prorated = add_refund_lessons(db)
+    _, prorated = add_refund_lessons(db)
     result = ok(db, "recall", "refund after 12 days", "--tenant", "acme", "--fact",
                 "plan=annual", "--fact", "days=12", "--explain")
     assert f"memory {prorated}" in result.stdout
@@ -271,7 +272,7 @@ def test_feedback_with_an_id_that_was_not_served(db: Path, mem_of: Any) -> None:
 
 
 def test_feedback_for_another_tenants_recall_is_not_found(db: Path, mem_of: Any) -> None:
-    full, _ = add_refund_lessons(db)
+    add_refund_lessons(db)
     rid = lines(ok(db, "recall", "refund", "--tenant", "acme", "--fact", "plan=annual",
                    "--fact", "days=12", "--json"))[0]["recall_id"]
     result = run(db, "feedback", rid, "--success", "--tenant", "globex")

@@ -100,3 +100,23 @@ def test_demo_is_deterministic_in_content() -> None:
     assert [r for _, r in first.rejected] == [r for _, r in second.rejected]
     assert len(first.served_ids) == len(second.served_ids)
 
+
+
+def test_demo_with_the_default_embedder_shows_the_fact_change() -> None:
+    """What a newcomer runs: the shipped static embedder, not the test one."""
+    out = io.StringIO()
+    result = run_demo(Console(file=out, width=100, color_system=None), "minilm-static",
+                      keep=True)
+    ids = result.ids
+    assert ids["threshold_100"] != ids["threshold_250"], (
+        "the newer fact was merged into the older one instead of superseding it"
+    )
+    assert ids["threshold_250"] in result.served_ids
+    assert ids["threshold_100"] not in result.candidate_ids
+    assert RejectionReason.CONDITION_FAILED in result.rejected_reasons
+    assert not set(result.other_tenant_ids) & set(result.candidate_ids)
+    assert result.db_path is not None
+    with Memory(result.db_path, embedder="minilm-static") as mem:
+        old = mem.inspect(ids["threshold_100"], principal=Principal("acme", {"support"}))
+        assert old.state.value == "INVALIDATED"
+        assert old.superseded_by == ids["threshold_250"]

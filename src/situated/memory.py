@@ -99,7 +99,9 @@ class Memory:
     Args:
         path: the SQLite file (created if absent). One file holds everything.
         embedder: an `Embedder` or a registered name (default: the shipped static model).
-        reconstructor: a `Reconstructor` or a registered name (default: `rules`).
+        reconstructor: a `Reconstructor` or a registered name (default: `rules`; `learned`;
+            `llm`, which needs `reconstructor_options={"base_url": ..., "model": ...}`).
+        reconstructor_options: keyword arguments for a reconstructor given by name.
         promotion: decides whether a proposal is promoted at once or held for review.
         lifecycle: thresholds for demotion and revival.
         write_policies: per-namespace write policy (allowed tools, consent, review), `"*"`
@@ -113,6 +115,7 @@ class Memory:
         *,
         embedder: str | Embedder = DEFAULT_EMBEDDER,
         reconstructor: str | Reconstructor = "rules",
+        reconstructor_options: Mapping[str, Any] | None = None,
         promotion: PromotionPolicy | None = None,
         lifecycle: LifecycleRules | None = None,
         write_policies: Mapping[str, WritePolicy] | None = None,
@@ -120,13 +123,16 @@ class Memory:
     ) -> None:
         self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
         self.reconstructor = (
-            get_reconstructor(reconstructor) if isinstance(reconstructor, str) else reconstructor
+            get_reconstructor(reconstructor, **dict(reconstructor_options or {}))
+            if isinstance(reconstructor, str)
+            else reconstructor
         )
         self.promotion: PromotionPolicy = promotion or AutoPromote()
         self.lifecycle = lifecycle or LifecycleRules()
         self.write_policies = dict(write_policies or {})
         self.gates = tuple(gates)
         self.store = Store(path)
+        self.reconstructor.bind(self.store)
         ref = self.store.embedder_ref()
         if ref is not None and ref != self.embedder.model_ref:
             self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)  # raises

@@ -213,6 +213,7 @@ class LLMAgent:
     api_key: str | None = None
     timeout: float = 30.0
     name: str = "llm"
+    url: str = field(default="", init=False)
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 

@@ -92,6 +92,8 @@ def run_recall(
     state_vecs = store.vectors.vectors("state", [c.rid for c in kept])
     recons: dict[str, Reconstruction] = {}
     scores: dict[str, Scores] = {}
+    budget = reconstructor.max_candidates
+    fallback = RulesReconstructor()
     for c in kept:
         rec = c.record
         sv = state_vecs.get(c.rid)
@@ -105,7 +107,11 @@ def run_recall(
         recon = precheck(item, as_of)
         stage = "precheck"
         if recon is None:
-            recon = _reconstruct(store, reconstructor, item)
+            if budget is None or budget > 0:
+                recon = _reconstruct(store, reconstructor, item)
+                budget = None if budget is None else budget - 1
+            else:
+                recon = fallback.reconstruct(item)
             stage = "reconstruct"
         trace.append(
             StageTrace(rec.id, stage, recon.verdict.value,

@@ -8,9 +8,11 @@ from situated.recall.reconstruct.base import (
     get_reconstructor,
     register_reconstructor,
 )
+from situated.recall.reconstruct.llm import LLMReconstructor
 from situated.recall.reconstruct.rules import RulesReconstructor
 
 __all__ = [
+    "LLMReconstructor",
     "Policy",
     "ReconstructionInput",
     "Reconstructor",

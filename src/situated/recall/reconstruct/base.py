@@ -54,6 +54,12 @@ class Reconstructor(ABC):
 
     name: str = ""
     version: str = ""
+    max_candidates: int | None = None
+    """At most this many candidates (by relevance) per recall go to this reconstructor; the rest
+    are judged by `rules`. Model-backed reconstructors set it to bound calls per recall."""
+
+    def bind(self, store: Any) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Called once with the store the reconstructor will serve (learned models fit on it)."""
 
     @abstractmethod
     def reconstruct(self, item: ReconstructionInput) -> Reconstruction:

@@ -201,6 +201,7 @@ class LLMReconstructor(Reconstructor):
 
     name = "llm"
     version = "1"
+    max_candidates: int | None = 8
 
     def __init__(
         self,
