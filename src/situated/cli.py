@@ -697,7 +697,7 @@ def demo(
         bool, typer.Option(help="Keep the demo database and print its path to explore it.")
     ] = False,
 ) -> None:
-    """Run a short support-agent scenario on a fresh temporary store (nothing to set up)."""
+    """Run a short support-agent scenario on a fresh temporary store (ignores --db)."""
     from situated.demo import run_demo
 
     settings: Settings = ctx.obj

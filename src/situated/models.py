@@ -15,7 +15,14 @@ from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
 
 from situated.errors import InvalidInput
 
@@ -251,6 +258,10 @@ class Scope(_Frozen):
     def _cls(cls, v: Any) -> Any:
         return _parse_enum(Classification, v, "classification")
 
+    @field_serializer("classification")
+    def _cls_label(self, v: Classification) -> str:
+        return v.label
+
     @property
     def role_key(self) -> str:
         """The required roles in a canonical form (sorted, NUL-separated), for bound filters."""
@@ -310,6 +321,15 @@ class MemoryRecord(_Frozen):
     @property
     def utility(self) -> float:
         return self.counters.utility
+
+    @field_serializer("authority")
+    def _authority_label(self, v: Authority) -> str:
+        return v.label
+
+    @field_validator("authority", mode="before")
+    @classmethod
+    def _authority(cls, v: Any) -> Any:
+        return _parse_enum(Authority, v, "authority")
 
 
 class Principal(_Frozen):

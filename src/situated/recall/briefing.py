@@ -191,4 +191,8 @@ class Briefing:
                 nums = " ".join(f"{k}={v:.3f}" for k, v in t.numbers.items())
                 detail = f" - {t.detail}" if t.detail else ""
                 out.append(f"  {t.stage:<12} {t.decision:<24} {nums}{detail}")
+        for r in self.rejected:
+            out.append(f"rejected {r.memory_id}: {r.reason.value} at {r.stage} - {r.detail}")
+        if self.missing_facts:
+            out.append("missing facts: " + ", ".join(self.missing_facts))
         return "\n".join(out)

@@ -6,6 +6,7 @@ what is stored): `near_duplicate` decides, `collapse` applies it to a candidate 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -20,10 +21,24 @@ NEAR_DUPLICATE = 0.95
 T = TypeVar("T")
 
 
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
 def near_duplicate(a: MemoryRecord, b: MemoryRecord, similarity: float | None) -> bool:
-    """Same kind, and the same normalised content or lesson vectors closer than
-    `NEAR_DUPLICATE` (cosine `similarity`; None when unknown)."""
-    if a.kind != b.kind:
+    """Do two memories say the same thing?
+
+    Never when they differ in what makes them distinct: kind, (entity, attribute, value),
+    conditions, or the numbers in their text ("above 100 USD" vs "above 250 USD" embed almost
+    identically but are a change, not a restatement). Otherwise: the same normalised content,
+    or lesson vectors closer than `NEAR_DUPLICATE` (cosine `similarity`; None when unknown).
+    """
+    if a.kind != b.kind or (a.entity, a.attribute) != (b.entity, b.attribute):
+        return False
+    if a.entity is not None and normalise_text(str(a.value)) != normalise_text(str(b.value)):
+        return False
+    if sorted(a.conditions) != sorted(b.conditions):
+        return False
+    if sorted(_NUMBER.findall(a.content)) != sorted(_NUMBER.findall(b.content)):
         return False
     if normalise_text(a.content) == normalise_text(b.content):
         return True

@@ -92,6 +92,10 @@ def run_recall(
     state_vecs = store.vectors.vectors("state", [c.rid for c in kept])
     recons: dict[str, Reconstruction] = {}
     scores: dict[str, Scores] = {}
+    ns_counts = (
+        store.namespace_counters([c.record.id for c in kept], req.namespace)
+        if req.namespace else {}
+    )
     budget = reconstructor.max_candidates
     fallback = RulesReconstructor()
     for c in kept:
@@ -123,6 +127,8 @@ def run_recall(
         checked = validate(recon, rec, req.state, req.policy)
         if checked is not recon:
             trace.append(StageTrace(rec.id, "validate", checked.verdict.value, {}, checked.detail))
+            if checked.verdict is not recon.verdict:
+                stage = "validate"
         recon = checked
         recons[rec.id] = recon
         if recon.verdict in (Verdict.NOT_APPLICABLE, Verdict.INSUFFICIENT_EVIDENCE):
@@ -130,7 +136,7 @@ def run_recall(
             rejected.append(Rejected(rec.id, reason, recon.detail, stage, recon.verdict))
             continue
         # 6 score
-        s = score(rec, recon, c.relevance, now)
+        s = score(rec, recon, c.relevance, now, ns_counts.get(rec.id))
         scores[rec.id] = s
         trace.append(StageTrace(rec.id, "score", "scored", asdict(s)))
 

@@ -6,8 +6,7 @@ overrides a hard gate (gates were applied in stages 1, 4 and 5 and are booleans)
 
 from __future__ import annotations
 
-import math
-
+from situated.learning.utility import optimistic
 from situated.models import Authority, MemoryRecord
 from situated.recall.briefing import Reconstruction, Scores, Verdict
 
@@ -18,16 +17,6 @@ AUTHORITY_TRUST = {
     Authority.EXTERNALLY_VERIFIED: 0.95,
 }
 FRESHNESS_HALF_LIFE_DAYS = 180.0
-EXPLORATION = 0.5
-"""Weight of the posterior's standard deviation in the utility used for selection."""
-
-
-def utility_posterior(successes: int, uses: int) -> tuple[float, float]:
-    """Mean and standard deviation of Beta(1 + successes, 1 + failures)."""
-    a, b = 1 + successes, 1 + (uses - successes)
-    mean = a / (a + b)
-    var = a * b / ((a + b) ** 2 * (a + b + 1))
-    return mean, math.sqrt(var)
 
 
 def trust(record: MemoryRecord) -> float:
@@ -48,13 +37,16 @@ def freshness(record: MemoryRecord, now: float) -> float:
 
 
 def score(
-    record: MemoryRecord, recon: Reconstruction, relevance: float, now: float
+    record: MemoryRecord,
+    recon: Reconstruction,
+    relevance: float,
+    now: float,
+    namespace_counts: tuple[int, int] | None = None,
 ) -> Scores:
-    """Separate scores; expected utility = applicability x optimistic utility rate."""
+    """Separate scores; expected utility = applicability x optimistic utility rate
+    (the recall namespace's rate once it has evidence, else the memory's overall rate)."""
     applicability = recon.confidence * (1.0 if recon.verdict is Verdict.APPLICABLE else 0.7)
-    c = record.counters
-    mean, sd = utility_posterior(c.successes, c.uses)
-    eu = applicability * min(1.0, mean + EXPLORATION * sd)
+    eu = applicability * optimistic(record.counters, namespace_counts)
     return Scores(
         relevance=round(relevance, 4),
         applicability=round(applicability, 4),

@@ -120,3 +120,18 @@ def m001_create_tables(db: apsw.Connection) -> None:
         );
         """
     )
+
+
+@migration
+def m002_namespace_utility(db: apsw.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE memory_utility (
+            memory_id TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            uses INTEGER NOT NULL DEFAULT 0,
+            successes INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (memory_id, namespace)
+        );
+        """
+    )

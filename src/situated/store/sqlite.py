@@ -237,6 +237,13 @@ class Store:
         )
         if after.state != before.state and after.state is not LifecycleState.ERASED:
             self.vectors.update_meta(rid, self._vector_meta(rid))
+        if event is EventType.FEEDBACK and data.get("credit") in ("credited", "blamed"):
+            self.db.execute(
+                "INSERT INTO memory_utility (memory_id, namespace, uses, successes) "
+                "VALUES (?, ?, 1, ?) ON CONFLICT (memory_id, namespace) DO UPDATE SET "
+                "uses = uses + 1, successes = successes + excluded.successes",
+                (memory_id, _utility_namespace(data), int(data["credit"] == "credited")),
+            )
         return after
 
     def log_event(
@@ -445,6 +452,19 @@ class Store:
             raise NotFound(f"no memory {memory_id}")
         return _record(row)
 
+    def namespace_counters(
+        self, memory_ids: Sequence[str], namespace: str
+    ) -> dict[str, tuple[int, int]]:
+        """(uses, successes) of each memory in recalls of `namespace`."""
+        if not memory_ids:
+            return {}
+        rows = self._all(
+            f"SELECT memory_id, uses, successes FROM memory_utility WHERE namespace = ? AND "
+            f"memory_id IN ({','.join('?' * len(memory_ids))})",
+            (namespace, *memory_ids),
+        )
+        return {str(m): (int(u), int(s)) for m, u, s in rows}
+
     # -- recalls and feedback ---------------------------------------------------------------
 
     def save_recall(self, rec: StoredRecall) -> None:
@@ -511,6 +531,23 @@ class Store:
             assert ev.memory_id is not None
             events.setdefault(ev.memory_id, []).append(ev)
         bad = [mid for mid, have in stored.items() if replay(events.get(mid, [])) != have]
+        per_ns_stored = {
+            (str(m), str(n)): (int(u), int(s))
+            for m, n, u, s in self._all(
+                "SELECT memory_id, namespace, uses, successes FROM memory_utility"
+            )
+        }
+        per_ns_replayed: dict[tuple[str, str], tuple[int, int]] = {}
+        for mid, evs in events.items():
+            for ev in evs:
+                credit = ev.data.get("credit")
+                if ev.event is EventType.FEEDBACK and credit in ("credited", "blamed"):
+                    key = (mid, _utility_namespace(ev.data))
+                    u, s_ = per_ns_replayed.get(key, (0, 0))
+                    per_ns_replayed[key] = (u + 1, s_ + int(credit == "credited"))
+        ns_bad = {m for (m, _n) in set(per_ns_stored) ^ set(per_ns_replayed)}
+        ns_bad |= {k[0] for k, v in per_ns_stored.items() if per_ns_replayed.get(k) != v}
+        bad = sorted(set(bad) | ns_bad)
         if repair and bad:
             with self.transaction():
                 for mid in bad:
@@ -523,6 +560,17 @@ class Store:
                         "exposures = ? WHERE id = ?",
                         (f.state.value, c.uses, c.successes, c.failures, c.exposures, mid),
                     )
+                self.db.execute(
+                    f"DELETE FROM memory_utility WHERE memory_id IN ({','.join('?' * len(bad))})",
+                    tuple(bad),
+                )
+                for (mid, ns), (u, s_) in per_ns_replayed.items():
+                    if mid in bad:
+                        self.db.execute(
+                            "INSERT INTO memory_utility (memory_id, namespace, uses, successes) "
+                            "VALUES (?, ?, ?, ?)",
+                            (mid, ns, u, s_),
+                        )
         return RebuildReport(len(stored), tuple(bad), repair and bool(bad))
 
     def integrity(self) -> str:
@@ -538,6 +586,11 @@ class Store:
             "AND m.rid NOT IN (SELECT rid FROM vec_content)"
         )
         return 0 if row is None else int(row[0])
+
+
+def _utility_namespace(data: dict[str, Any]) -> str:
+    """Per-namespace utility is keyed by the namespace of the recall (`*` when it had none)."""
+    return str(data.get("namespace") or "*")
 
 
 def _record(row: Sequence[Any]) -> MemoryRecord:

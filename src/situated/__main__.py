@@ -1,0 +1,5 @@
+"""`python -m situated` runs the CLI."""
+
+from situated.cli import main
+
+main()

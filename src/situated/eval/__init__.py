@@ -1,0 +1,41 @@
+"""The Memory Decision Scorecard: paired counterfactual evaluation of memory arms.
+
+`run_eval` runs no memory, raw replay, utility-ranked replay and compiled recall on the same
+scenarios and store contents, with a simulated (or any) agent, and reports lift with 95%
+intervals, negative transfer, false acceptance and rejection, poisoning, leaks, staleness,
+tokens and latency, per slice.
+"""
+
+from situated.eval.agents import (
+    Agent,
+    Attempt,
+    CallableAgent,
+    Guidance,
+    LLMAgent,
+    SimulatedAgent,
+    Task,
+)
+from situated.eval.generator import generate
+from situated.eval.metrics import Row, Scorecard, scorecard
+from situated.eval.runner import EvalResult, run_eval
+from situated.eval.scenarios import Scenario, ScenarioError, load_many, load_scenarios
+
+__all__ = [
+    "Agent",
+    "Attempt",
+    "CallableAgent",
+    "EvalResult",
+    "Guidance",
+    "LLMAgent",
+    "Row",
+    "Scenario",
+    "ScenarioError",
+    "Scorecard",
+    "SimulatedAgent",
+    "Task",
+    "generate",
+    "load_many",
+    "load_scenarios",
+    "run_eval",
+    "scorecard",
+]
