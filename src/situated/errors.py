@@ -59,3 +59,7 @@ class StoreBusy(SituatedRuntimeError):
 
 class ModelError(SituatedRuntimeError):
     """A model endpoint timed out, failed, or returned output that does not validate."""
+
+
+class SupersessionWarning(UserWarning):
+    """A new fact superseded an older one although it reads like an additional value."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import re
 import uuid
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,17 @@ from typing import Any
 from situated.conditions import parse_condition
 from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
 from situated.embed.base import Vector
-from situated.errors import InvalidInput, PermissionDenied, UsageError
+from situated.errors import (
+    FeedbackConflict,
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+    SupersessionWarning,
+    UsageError,
+)
+from situated.learning.learned import LearnedReconstructor
 from situated.learning.lifecycle import LifecycleRules
+from situated.learning.maintenance import MaintenanceReport, run_maintenance
 from situated.models import (
     OPEN_END,
     Authority,
@@ -43,13 +54,14 @@ from situated.recall.dedupe import near_duplicate
 from situated.recall.eligible import Eligibility
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
-from situated.store.ledger import Credit, EventType, LedgerEvent
+from situated.store.ledger import Credit, EventType, LedgerEvent, replay
 from situated.store.sqlite import RebuildReport, Store
 from situated.write.distill import Distiller, RulesDistiller, Trajectory
 from situated.write.gates import DEFAULT_GATES, Gate, GateContext, WritePolicy, run_gates
 from situated.write.promotion import AutoPromote, PromotionPolicy
 
 TimeLike = datetime | float | int | str | None
+_ADDITIONAL = re.compile(r"\b(also|another|additional(ly)?|as well|in addition|too)\b", re.I)
 MAX_K = 100
 MAX_BUDGET_TOKENS = 32_000
 
@@ -233,12 +245,18 @@ class Memory:
         actor = principal.name
         data: dict[str, Any] = {"gates": report.to_data()} | (trace or {})
         with self.store.transaction():
-            twin = self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint)
-            if twin is None and not report.held and not report.rejected:
-                twin = next(
+            twin = None
+            if not report.held and not report.rejected:
+                # a restatement strengthens the existing memory instead of adding a copy; a
+                # held proposal (e.g. the return of a retired lesson) is kept for review
+                twin = self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint) or next(
                     (t for t, _ in near(rec) if t.state is LifecycleState.ACTIVE), None
                 )
-            if twin is not None and not report.rejected:
+            elif report.held:
+                same = self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint)
+                if same is not None and same.state is LifecycleState.PROPOSED:
+                    twin = same  # the same text already waits for review
+            if twin is not None:
                 self.store.append_event(
                     twin.id, EventType.REINFORCED, actor, "duplicate proposed again",
                     {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id,
@@ -361,7 +379,11 @@ class Memory:
         )
 
     def _supersede_same_key(self, rec: MemoryRecord, actor: str) -> None:
-        """A single-valued fact closes the validity of older facts with its (entity, attribute)."""
+        """A single-valued fact closes the validity of older facts with its (entity, attribute).
+
+        Multi-valued attributes never supersede; a new single-valued fact that reads like an
+        additional value ("also", "another", "as well") still supersedes, with a warning.
+        """
         if rec.entity is None or rec.attribute is None or rec.multi_valued:
             return
         for old in self.store.same_key(
@@ -371,13 +393,23 @@ class Memory:
                 continue
             if old.validity.valid_from > rec.validity.valid_from:
                 continue  # the older-in-world-time fact never supersedes a newer one
-            self.store.set_validity_end(old.id, rec.validity.valid_from)
-            self.store.link_supersession(old.id, rec.id)
-            self.store.append_event(
-                old.id, EventType.SUPERSEDED, actor,
-                f"newer value for ({rec.entity}, {rec.attribute})",
-                {"by": rec.id},
-            )
+            if _ADDITIONAL.search(rec.content):
+                warnings.warn(
+                    f"{rec.id} reads like an additional value of ({rec.entity}, "
+                    f"{rec.attribute}) but supersedes {old.id}; pass multi_valued=True to keep "
+                    "both",
+                    SupersessionWarning,
+                    stacklevel=4,
+                )
+            self._supersede(old, rec, actor, f"newer value for ({rec.entity}, {rec.attribute})")
+
+    def _supersede(self, old: MemoryRecord, new: MemoryRecord, actor: str, reason: str) -> None:
+        end = max(new.validity.valid_from, old.validity.valid_from + 1e-6)
+        if new.validity.recorded_at > old.validity.recorded_at and end > utcnow():
+            end = utcnow()
+        self.store.set_validity_end(old.id, min(end, old.validity.valid_until))
+        self.store.link_supersession(old.id, new.id)
+        self.store.append_event(old.id, EventType.SUPERSEDED, actor, reason, {"by": new.id})
 
     def promote(
         self, memory_id: str, *, reviewer: Principal, reason: str = "approved"
@@ -590,16 +622,29 @@ class Memory:
         success: bool,
         used: Iterable[str] = (),
         reward: float | None = None,
+        cited: str | None = None,
     ) -> FeedbackResult:
         """Credit memories used in a success, blame those used in a failure, count exposure.
 
+        Args:
+            recall_id: the Briefing's `recall_id`.
+            principal: must belong to the tenant that made the recall.
+            success: how the episode ended.
+            used: ids of served memories the agent acted on.
+            reward: an optional scalar reward, recorded with the events.
+            cited: the agent's output text; served ids cited in it (`[mem_...]`) count as used.
+
         Idempotent per recall: the same feedback again changes nothing; different feedback
-        for the same recall raises `FeedbackConflict`.
+        for the same recall raises `FeedbackConflict`. A failure that used a fact while a newer
+        fact with the same (entity, attribute) exists supersedes the used fact.
         """
         if not isinstance(success, bool):
             raise InvalidInput("success", "must be true or false")
         if isinstance(used, str):
             raise InvalidInput("used", "must be a list of memory ids")
+        if cited is not None and not isinstance(cited, str):
+            raise InvalidInput("cited", "must be the agent's output text")
+        cited_ids = re.findall(r"\[(mem_[0-9a-f]{16})\]", cited or "")
         used_ids = tuple(dict.fromkeys(used))
         if reward is not None and (
             isinstance(reward, bool) or not isinstance(reward, int | float) or reward != reward
@@ -610,6 +655,8 @@ class Memory:
         foreign = [u for u in used_ids if u not in served]
         if foreign:
             raise InvalidInput("used", f"not served by recall {recall_id}: {', '.join(foreign)}")
+        # a citation of an id this recall did not serve is ignored, not trusted
+        used_ids = tuple(dict.fromkeys([*used_ids, *(c for c in cited_ids if c in served)]))
         digest = hashlib.sha256(
             json.dumps([success, sorted(used_ids), reward]).encode()
         ).hexdigest()
@@ -621,8 +668,6 @@ class Memory:
             previous = self.store.feedback_digest(recall_id)
             if previous is not None:
                 if previous != digest:
-                    from situated.errors import FeedbackConflict
-
                     raise FeedbackConflict(
                         f"recall {recall_id} already has different feedback"
                     )
@@ -650,13 +695,72 @@ class Memory:
                          "successes": folded.counters.successes},
                     )
                     transitions.append((mid, to.value))
+            for mid in blamed:
+                newer = self._newer_same_key(mid)
+                if newer is not None:
+                    self._supersede(self.store.content_of(mid), newer, principal.name,
+                                    "failed while a newer value exists (outcome-triggered)")
+                    transitions.append((mid, LifecycleState.INVALIDATED.value))
         return FeedbackResult(recall_id, credited, blamed, exposed, tuple(transitions))
+
+    def _newer_same_key(self, memory_id: str) -> MemoryRecord | None:
+        rec = self.store.content_of(memory_id)
+        if rec.entity is None or rec.attribute is None or rec.multi_valued:
+            return None
+        if rec.state is LifecycleState.INVALIDATED:
+            return None
+        for other in reversed(self.store.same_key(
+            rec.scope.tenant, rec.scope.namespace, rec.entity, rec.attribute
+        )):
+            if (other.id != rec.id and other.state is LifecycleState.ACTIVE
+                    and other.validity.recorded_at > rec.validity.recorded_at):
+                return other
+        return None
+
+    # -- maintenance ------------------------------------------------------------------------
+
+    def maintain(self, *, actor: str = "maintenance") -> MaintenanceReport:
+        """Run lifecycle transitions in bulk and refit a learned reconstructor.
+
+        Failures are logged, counted and shown by `health`, never swallowed.
+        """
+        report = run_maintenance(self.store, self.lifecycle, actor=actor)
+        if isinstance(self.reconstructor, LearnedReconstructor):
+            cal = self.reconstructor.fit()
+            report = replace(report, refit={"examples": cal.examples if cal else 0})
+        return report
 
     # -- eligible reads ---------------------------------------------------------------------
 
-    def inspect(self, memory_id: str, *, principal: Principal) -> MemoryRecord:
-        """One memory the principal may read, in any lifecycle state; NotFound otherwise."""
-        return self.store.get(memory_id, Eligibility.for_inspection(principal))
+    def inspect(
+        self,
+        memory_id: str,
+        *,
+        principal: Principal,
+        as_of: TimeLike = None,
+        known_at: TimeLike = None,
+    ) -> MemoryRecord:
+        """One memory the principal may read, in any lifecycle state; NotFound otherwise.
+
+        Args:
+            as_of: world time: NotFound unless the memory was valid then.
+            known_at: transaction time: the memory as the store knew it then (lifecycle state
+                and counters replayed from the ledger up to that time; NotFound if it was not
+                recorded yet).
+        """
+        rec = self.store.get(memory_id, Eligibility.for_inspection(principal))
+        t = to_epoch(as_of, "as_of")
+        if t is not None and not rec.validity.valid_from <= t < rec.validity.valid_until:
+            raise NotFound(f"{memory_id} was not valid at {as_of}")
+        k = to_epoch(known_at, "known_at")
+        if k is not None:
+            if rec.validity.recorded_at > k:
+                raise NotFound(f"{memory_id} was not recorded yet at {known_at}")
+            events = self.store._events("memory_id = ? AND at <= ?", (memory_id, k))
+            folded = replay(events)
+            if folded is not None:
+                rec = rec.model_copy(update={"state": folded.state, "counters": folded.counters})
+        return rec
 
     def history(self, memory_id: str, *, principal: Principal) -> builtins.list[LedgerEvent]:
         """The ledger events of one memory the principal may read, oldest first."""

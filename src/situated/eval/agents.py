@@ -45,6 +45,8 @@ class Guidance:
     tokens: int = 0
     latency_ms: float = 0.0
     mode: str | None = None
+    rejected: tuple[tuple[str, str], ...] = ()
+    """(scenario key, reason) for candidates the arm considered and refused, when it says."""
 
     @property
     def keys(self) -> tuple[str, ...]:

@@ -261,7 +261,12 @@ class Compiled:
             ServedItem(key, item.tokens)
             for item in b.items for key in world.keys_by_id.get(item.memory_id, [])
         )
-        return Guidance(items, context, token_counter().count(context), latency, b.mode.value)
+        rejected = tuple(
+            (key, r.reason.value)
+            for r in b.rejected for key in world.keys_by_id.get(r.memory_id, [])
+        )
+        return Guidance(items, context, token_counter().count(context), latency, b.mode.value,
+                        rejected)
 
 
 ARM_NAMES = ("no_memory", "raw_replay", "utility_replay", "compiled")

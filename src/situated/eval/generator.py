@@ -1003,7 +1003,7 @@ def _contradiction(b: _Builder) -> Scenario:
         MemorySpec(
             key="contradicted", content=cf.fact_content, kind="fact", entity=cf.entity,
             attribute=cf.attribute, value=cf.stored, authority="user_declared", valid_from=-60,
-            applies=False, track_record=_track(b.rng, (3, 8), 0.85),
+            applies=False, tags=("contradicted",), track_record=_track(b.rng, (3, 8), 0.85),
         ),
         MemorySpec(
             key="applicable", content=cf.lesson, state=StateSpec(text=cf.text, facts=cf.facts),

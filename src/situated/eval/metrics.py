@@ -79,6 +79,10 @@ class Row:
     tokens: int
     latency_ms: float
     mode: str | None = None
+    false_rejections: tuple[str, ...] = ()
+    """Why each applicable memory was not served (a rejection reason, or where it was lost)."""
+    false_acceptances: tuple[str, ...] = ()
+    """What each inapplicable memory served was (its first tag, or `inapplicable`)."""
 
 
 @dataclass(frozen=True)
@@ -103,14 +107,22 @@ class Interval:
 NAN_INTERVAL = Interval(float("nan"), float("nan"), float("nan"), 0, "none")
 
 
-def interval(per_seed: Sequence[float], per_task: Sequence[float]) -> Interval:
-    """95% interval: t over per-seed means (>= 2 seeds), else bootstrap over tasks."""
+def interval(
+    per_seed: Sequence[float], per_task: Sequence[float],
+    bounds: tuple[float, float] = (-1.0, 1.0),
+) -> Interval:
+    """95% interval: t over per-seed means (>= 2 seeds), else bootstrap over tasks.
+
+    A t-interval is clipped to `bounds`, the values the quantity can take (a rate cannot be
+    negative, a paired difference of successes lies in [-1, 1]).
+    """
     seeds = [v for v in per_seed if not math.isnan(v)]
     if len(seeds) >= 2:
         m = float(np.mean(seeds))
         sd = float(np.std(seeds, ddof=1))
         half = t_quantile(len(seeds) - 1) * sd / math.sqrt(len(seeds))
-        return Interval(m, m - half, m + half, len(seeds), "t over seeds")
+        lo, hi = max(bounds[0], m - half), min(bounds[1], m + half)
+        return Interval(m, lo, hi, len(seeds), "t over seeds")
     if not per_task:
         return NAN_INTERVAL
     values = np.asarray(per_task, dtype=float)
@@ -160,6 +172,8 @@ class ArmSummary:
     accepted_only_lift: Interval
     accepted_tasks: int
     vs: dict[str, Interval] = field(default_factory=dict)
+    false_rejections_by_reason: dict[str, int] = field(default_factory=dict)
+    false_acceptances_by_kind: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -189,12 +203,13 @@ def _by_seed(pairs: Iterable[tuple[int, float]]) -> list[float]:
 def _paired(
     rows: dict[tuple[int, str], Row], other: dict[tuple[int, str], Row],
     value: Callable[[Row, Row], float], keep: Callable[[Row], bool] = lambda r: True,
+    bounds: tuple[float, float] = (-1.0, 1.0),
 ) -> Interval:
     pairs = [(key[0], value(r, other[key])) for key, r in sorted(rows.items())
              if key in other and keep(r)]
     if not pairs:
         return NAN_INTERVAL
-    return interval(_by_seed(pairs), [v for _, v in pairs])
+    return interval(_by_seed(pairs), [v for _, v in pairs], bounds)
 
 
 def summarize_arm(
@@ -206,7 +221,7 @@ def summarize_arm(
     base = {(r.seed, r.scenario_id): r for r in baseline}
     succ = [(r.seed, float(r.success)) for r in rows]
     lift = _paired(mine, base, lambda a, b: float(a.success) - float(b.success))
-    neg = _paired(mine, base, lambda a, b: float(b.success and not a.success))
+    neg = _paired(mine, base, lambda a, b: float(b.success and not a.success), bounds=(0.0, 1.0))
     accepted = _paired(mine, base, lambda a, b: float(a.success) - float(b.success),
                        keep=lambda r: bool(r.served))
     vs = {
@@ -218,7 +233,8 @@ def summarize_arm(
     return ArmSummary(
         arm=arm,
         tasks=len(rows),
-        success=interval(_by_seed(succ), [v for _, v in succ]) if rows else NAN_INTERVAL,
+        success=(interval(_by_seed(succ), [v for _, v in succ], (0.0, 1.0)) if rows
+                 else NAN_INTERVAL),
         lift=lift,
         negative_transfer=neg,
         false_acceptance=Ratio(sum(r.inapplicable_served for r in rows),
@@ -236,7 +252,16 @@ def summarize_arm(
         accepted_only_lift=accepted,
         accepted_tasks=sum(1 for r in rows if r.served),
         vs=vs,
+        false_rejections_by_reason=_count(x for r in rows for x in r.false_rejections),
+        false_acceptances_by_kind=_count(x for r in rows for x in r.false_acceptances),
     )
+
+
+def _count(items: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 @dataclass(frozen=True)

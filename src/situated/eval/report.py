@@ -139,6 +139,26 @@ def diagnostic_table(result: EvalResult) -> Table:
     return t
 
 
+def errors_table(result: EvalResult) -> Table:
+    """Where each arm's false rejections and false acceptances came from."""
+    arms = [a for a in result.scorecard.arms if a != BASELINE]
+    t = Table(title="Errors by cause: applicable memories not served (by reason) and "
+                    "inapplicable memories served (by kind)")
+    t.add_column("error")
+    t.add_column("cause")
+    for a in arms:
+        t.add_column(a, justify="right")
+    overall = result.scorecard.overall
+    for label, attr in (("false rejection", "false_rejections_by_reason"),
+                        ("false acceptance", "false_acceptances_by_kind")):
+        causes: list[str] = []
+        for a in arms:
+            causes += [c for c in getattr(overall[a], attr) if c not in causes]
+        for c in causes:
+            t.add_row(label, c, *[str(getattr(overall[a], attr).get(c, 0)) for a in arms])
+    return t
+
+
 def print_scorecard(result: EvalResult, console: Console) -> None:
     """Print every table and the notes."""
     console.print(headline_table(result))
@@ -146,6 +166,7 @@ def print_scorecard(result: EvalResult, console: Console) -> None:
     if paired is not None:
         console.print(paired)
     console.print(slice_table(result))
+    console.print(errors_table(result))
     console.print(diagnostic_table(result))
     cfg = result.config
     agent = cfg["agent"]

@@ -15,7 +15,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
 from situated.errors import InvalidInput
 from situated.eval.agents import Agent, Guidance, SimulatedAgent, common_random_number
-from situated.eval.arms import ARM_NAMES, Arm, Unsupported, build_world, make_arms, revoke_available
+from situated.eval.arms import (
+    ARM_NAMES,
+    Arm,
+    Compiled,
+    Unsupported,
+    build_world,
+    make_arms,
+    revoke_available,
+)
 from situated.eval.generator import generate
 from situated.eval.metrics import Row, Scorecard, scorecard
 from situated.eval.scenarios import SLICES, Scenario, load_many, shipped_paths
@@ -23,7 +31,7 @@ from situated.recall.reconstruct.base import available_reconstructors
 
 QUICK_SEEDS = (1, 2, 3)
 DEFAULT_SEEDS = (1, 2, 3, 4, 5)
-DEFAULT_PER_CELL = 3
+DEFAULT_PER_CELL = 6
 """Generated scenarios per (domain, slice) and seed in the default (not quick) run."""
 DEFAULT_K = 3
 DEFAULT_BUDGET = 400
@@ -57,11 +65,23 @@ def scenarios_for_seed(
 
 
 def make_row(seed: int, sc: Scenario, arm: str, g: Guidance, success: bool,
-             probability: float | None) -> Row:
+             probability: float | None, writes: dict[str, str] | None = None) -> Row:
     """Count what the arm served against the scenario's ground truth."""
     served = tuple(dict.fromkeys(g.keys))
     mems = [sc.memory(k) for k in served]
     held = sc.memories
+    writes = writes or {}
+    reasons = dict(g.rejected)
+    # where each applicable memory that was not served got lost
+    lost = "NOT_IN_TOP_K" if g.mode is None else "NOT_RETRIEVED"
+    false_rejections = () if arm == "no_memory" else tuple(
+        writes.get(m.key) or reasons.get(m.key) or lost
+        for m in held if m.applies and m.key not in served
+    )
+    false_acceptances = tuple(
+        next((t for t in m.tags if t != "no_source_state"), "inapplicable")
+        for m in mems if not m.applies
+    )
     return Row(
         seed=seed, scenario_id=sc.id, domain=sc.domain, slice=sc.slice, arm=arm,
         success=success, probability=None if probability is None else round(probability, 6),
@@ -78,6 +98,8 @@ def make_row(seed: int, sc: Scenario, arm: str, g: Guidance, success: bool,
         tokens=g.tokens,
         latency_ms=round(g.latency_ms, 3),
         mode=g.mode,
+        false_rejections=false_rejections,
+        false_acceptances=false_acceptances,
     )
 
 
@@ -178,10 +200,13 @@ def run_eval(
                     _bump(writes["held_for_review"], sc.slice, len(world.held))
                     _bump(writes["refused_at_write"], sc.slice, len(world.refused))
                     u = common_random_number(seed, sc.id)
+                    at_write = {k: "HELD_FOR_REVIEW" for k in world.held}
+                    at_write |= {k: "REFUSED_AT_WRITE" for k in world.refused}
                     for arm in arm_objs:
                         g = arm.serve(world)
                         a = the_agent.attempt(sc, g, u)
-                        rows.append(make_row(seed, sc, arm.name, g, a.success, a.probability))
+                        rows.append(make_row(seed, sc, arm.name, g, a.success, a.probability,
+                                             at_write if isinstance(arm, Compiled) else None))
                 finally:
                     world.close()
                     for suffix in ("", "-wal", "-shm"):

@@ -14,10 +14,13 @@ class LifecycleRules:
     Args:
         min_uses: uses needed before a memory can be demoted (a new memory is not judged).
         floor: utility rate under which a used memory becomes LOW_VALUE.
+        archive_after_days: how long a LOW_VALUE memory without any credited use waits before
+            maintenance archives it (memories with accumulated credit are never archived).
     """
 
     min_uses: int = 3
     floor: float = 0.35
+    archive_after_days: float = 30.0
 
     def after_feedback(self, state: LifecycleState, c: Counters, credited: bool) -> tuple[
         LifecycleState | None, str
