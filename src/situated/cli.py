@@ -691,6 +691,153 @@ def health(ctx: typer.Context, plain: Plain = False) -> None:
 
 
 @app.command()
+def review(
+    ctx: typer.Context,
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "restricted",
+    actor: Actor = "cli",
+    namespace: Namespace = None,
+    interactive: Annotated[
+        bool | None,
+        typer.Option("--interactive/--list", help="Ask approve/reject/skip for each proposal "
+                     "(default when the terminal is interactive)."),
+    ] = None,
+    plain: Plain = False,
+) -> None:
+    """List proposals waiting for review with their gate results, or review them one by one.
+
+    The reviewer needs the `reviewer` role (`--role reviewer`).
+    """
+    import sys
+
+    me = _principal(tenant, role, clearance, actor)
+    ask = sys.stdin.isatty() if interactive is None else interactive
+    with _memory(ctx) as mem:
+        pending = mem.pending(reviewer=me, namespace=namespace)
+        if not ask:
+            if plain:
+                _console().print(_records_table("pending proposals", [r for r, _ in pending]))
+            for rec, gates in pending:
+                if not plain:
+                    _emit(record_json(rec) | {"gates": gates})
+            return
+        console = _console()
+        if not pending:
+            console.print("No proposals wait for review.")
+        for rec, gates in pending:
+            console.print(_kv_table(f"proposal {rec.id}", _record_rows(rec)))
+            for g in gates:
+                if g["verdict"] != "pass":
+                    console.print(f"  gate {g['gate']}: {g['verdict']} - "
+                                  + "; ".join(g["reasons"]))
+            choice = typer.prompt("approve, reject or skip?", default="skip").strip().lower()
+            if choice.startswith("a"):
+                mem.promote(rec.id, reviewer=me)
+                console.print(f"promoted {rec.id}")
+            elif choice.startswith("r"):
+                reason = typer.prompt("reason")
+                mem.reject(rec.id, reviewer=me, reason=reason)
+                console.print(f"rejected {rec.id}")
+
+
+@app.command()
+def promote(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="The proposal to approve.")],
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "restricted",
+    actor: Actor = "cli",
+    reason: Annotated[str, typer.Option(help="Why it is approved.")] = "approved",
+) -> None:
+    """Approve a proposal held for review (needs the `reviewer` role)."""
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        _emit(record_json(mem.promote(memory_id, reviewer=me, reason=reason)))
+
+
+@app.command()
+def reject(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="The proposal to reject.")],
+    reason: Annotated[str, typer.Option(help="Why it is rejected.")],
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "restricted",
+    actor: Actor = "cli",
+) -> None:
+    """Reject a proposal held for review (needs the `reviewer` role)."""
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        _emit(record_json(mem.reject(memory_id, reviewer=me, reason=reason)))
+
+
+@app.command()
+def learn(
+    ctx: typer.Context,
+    trajectory: Annotated[Path, typer.Argument(help="A trajectory JSON file ('-' for stdin).")],
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+) -> None:
+    """Distil a finished episode into lesson proposals (format: situated.write.distill)."""
+    import sys
+
+    text = sys.stdin.read() if str(trajectory) == "-" else trajectory.read_text()
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        for rec in mem.learn(text, principal=me):
+            _emit(record_json(rec))
+
+
+@app.command()
+def revoke(
+    ctx: typer.Context,
+    consent: Annotated[str, typer.Argument(help="The consent reference withdrawn.")],
+    reason: Annotated[str, typer.Option(help="Why (recorded in the ledger).")],
+    tenant: Tenant,
+    role: Roles = None,
+    actor: Actor = "cli",
+) -> None:
+    """Withdraw a consent: its memories become REVOKED at once (needs the `admin` role)."""
+    me = _principal(tenant, role, "restricted", actor)
+    with _memory(ctx) as mem:
+        _emit({"consent": consent, "revoked": mem.revoke_consent(consent, principal=me,
+                                                                 reason=reason)})
+
+
+@app.command()
+def erase(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="The memory to erase.")],
+    reason: Annotated[str, typer.Option(help="The erasure request (recorded).")],
+    tenant: Tenant,
+    role: Roles = None,
+    actor: Actor = "cli",
+) -> None:
+    """Erase a memory's content, vectors and recalled text; a tombstone stays (needs `admin`)."""
+    me = _principal(tenant, role, "restricted", actor)
+    with _memory(ctx) as mem:
+        mem.erase(memory_id, principal=me, reason=reason)
+    _emit({"erased": memory_id})
+
+
+@app.command()
+def maintain(ctx: typer.Context, plain: Plain = False) -> None:
+    """Run lifecycle transitions in bulk; exits 1 if any maintenance step failed."""
+    with _memory(ctx) as mem:
+        report = mem.maintain()
+    if plain:
+        _console().print(_kv_table("maintenance", asdict(report).items()))
+    else:
+        _emit(asdict(report))
+    if report.failures:
+        raise typer.Exit(1)
+
+
+@app.command()
 def demo(
     ctx: typer.Context,
     keep: Annotated[
