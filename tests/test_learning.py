@@ -239,6 +239,8 @@ def test_learned_falls_back_then_fits_and_reports_calibration(tmp_path: Path) ->
     cal = mem.reconstructor.fit()
     assert cal is not None and cal.examples >= 30
     assert cal.brier_train < 0.25  # better than always guessing 0.5
+    shown = mem.stats(principal=who).calibration
+    assert shown is not None and shown["examples"] == cal.examples
     final = mem.recall(State("deploy failed", facts={"service": "api", "stage": "deploy"}),
                        principal=who)
     assert good.id in {i.memory_id for i in final.items}

@@ -9,7 +9,7 @@ import re
 import uuid
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -90,6 +90,8 @@ class Stats:
     embedder: str | None
     reconstructor: str
     maintenance_failures: dict[str, int] = field(default_factory=dict)
+    calibration: dict[str, Any] | None = None
+    """For the `learned` reconstructor: examples and Brier scores (train, held out)."""
 
 
 @dataclass(frozen=True)
@@ -820,6 +822,8 @@ class Memory:
             embedder=self.store.embedder_ref(),
             reconstructor=f"{self.reconstructor.name}@{self.reconstructor.version}",
             maintenance_failures=self.store.failures(),
+            calibration=asdict(cal) if (cal := getattr(self.reconstructor, "calibration", None))
+            else None,
         )
 
     def health(self) -> Health:

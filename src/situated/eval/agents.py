@@ -77,7 +77,8 @@ class Attempt:
 class Agent(Protocol):
     """Attempts a scenario's task given the guidance; `u` is the common random number."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def attempt(self, scenario: Scenario, guidance: Guidance, u: float) -> Attempt: ...
 

@@ -170,7 +170,8 @@ def _revoke(mem: Memory, owner: Principal, m: MemorySpec) -> None:
 class Arm(Protocol):
     """Serves guidance for one scenario's store."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def serve(self, world: World) -> Guidance: ...
 
@@ -206,7 +207,8 @@ class RawReplay:
         ]
         w = self.utility_weight
         scored = [
-            ((1 - w) * float(np.dot(world.vectors[m.key], qvec)) + w * m.track_record.utility, -i, m)
+            ((1 - w) * float(np.dot(world.vectors[m.key], qvec))
+             + w * m.track_record.utility, -i, m)
             for i, m in enumerate(pool)
         ]
         scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
@@ -220,7 +222,9 @@ class RawReplay:
         counter = token_counter()
         lines = [f"- {m.content}" for m in chosen]
         context = "\n".join([RAW_HEADER, *lines]) if chosen else ""
-        items = tuple(ServedItem(m.key, counter.count(line)) for m, line in zip(chosen, lines, strict=True))
+        items = tuple(
+            ServedItem(m.key, counter.count(line)) for m, line in zip(chosen, lines, strict=True)
+        )
         return Guidance(items, context, counter.count(context) if context else 0, latency)
 
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from situated.eval.scenarios import (
     SLICES,
     MemorySpec,
+    dump_scenarios,
     PolicySpec,
     PrincipalSpec,
     Scenario,
@@ -209,11 +211,12 @@ HOUSEHOLD = Domain(
             incidental_ood={"room": ("shared flat kitchen", "boat galley"),
                             "dishwasher_model": ("unknown rental unit",), "guests": (12,)},
             text=lambda f, v: (
-                f"A dirty plate sits next to the sink in the {f['room']}. The {f['dishwasher_model']}"
-                " dishwasher is "
+                f"A dirty plate sits next to the sink in the {f['room']}. The "
+                f"{f['dishwasher_model']} dishwasher is "
                 + ("packed with dirty dishes." if f["dishwasher_full"] else "half empty.")
                 if v == 0 else
-                f"Plate to clean; {f['guests']} guests tonight. Dishwasher ({f['dishwasher_model']}): "
+                f"Plate to clean; {f['guests']} guests tonight. Dishwasher "
+                f"({f['dishwasher_model']}): "
                 + ("no room left." if f["dishwasher_full"] else "plenty of room.")
             ),
             distractors=(
@@ -554,9 +557,11 @@ SHOPPING = Domain(
         FactFamily(
             "cornermart", "return_window", "30 days", "14 days",
             "CornerMart accepts returns within {v} of purchase.",
-            "take it back to CornerMart for a refund", "keep it or resell it; the window has passed",
+            "take it back to CornerMart for a refund",
+            "keep it or resell it; the window has passed",
             "return the unopened blender",
-            "The unopened blender was bought at CornerMart 20 days ago.", {"days_since_purchase": 20},
+            "The unopened blender was bought at CornerMart 20 days ago.",
+            {"days_since_purchase": 20},
         ),
         FactFamily(
             "valuehub", "free_shipping_threshold", "35 dollars", "50 dollars",
@@ -1079,3 +1084,16 @@ def generate(
                 sid = f"{prefix}-{d.name}-{s}-s{seed}-{i:02d}"
                 out.append(_BUILDERS[s](_Builder(d, rng, sid, s)))
     return out
+
+
+QUICK_SET = Path(__file__).resolve().parent / "scenarios" / "quick.json"
+
+
+def write_quick_set(path: Path = QUICK_SET) -> Path:
+    """Regenerate the shipped quick set: one scenario per (domain, slice), generator seed 0."""
+    dump_scenarios(
+        generate(0, 1, prefix="quick"), path,
+        "The quick set: one generated scenario per (domain, slice), generator seed 0 "
+        "(situated.eval.generator.write_quick_set()).",
+    )
+    return path

@@ -179,7 +179,8 @@ class ArmSummary:
         d = asdict(self)
         for key in ("false_acceptance", "false_rejection", "poisoned_served"):
             d[key]["rate"] = getattr(self, key).value
-        return _finite(d)
+        out: dict[str, Any] = _finite(d)
+        return out
 
 
 def _finite(obj: Any) -> Any:
@@ -285,9 +286,9 @@ class Scorecard:
 
 def _summaries(rows: Sequence[Row], arms: Sequence[str], baseline: str,
                reference: str) -> dict[str, ArmSummary]:
-    by_arm: dict[str, list[Row]] = {a: [] for a in arms}
-    for r in rows:
-        by_arm.setdefault(r.arm, []).append(r)
+    by_arm: dict[str, Sequence[Row]] = {}
+    for a in arms:
+        by_arm[a] = [r for r in rows if r.arm == a]
     base = by_arm.get(baseline, [])
     out = {}
     for a in arms:

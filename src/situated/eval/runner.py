@@ -138,8 +138,8 @@ def run_eval(
         console: rich console for the progress bar and the tables (None: silent).
         embedder: embedder name or instance for situated and the replay baselines.
         agent: the agent; default `SimulatedAgent()`.
-        arms: arm names; default no_memory, raw_replay, utility_replay, compiled (and
-            compiled:learned when a `learned` reconstructor is registered).
+        arms: arm names; default no_memory, raw_replay, utility_replay, compiled. Also
+            `unscoped_replay` and `compiled:<reconstructor>` (e.g. `compiled:learned`).
         k: memories per task for every arm.
         budget_tokens: compiled recall's token budget.
         per_cell: generated scenarios per (domain, slice) per seed in the default run.
@@ -158,12 +158,12 @@ def run_eval(
     the_agent: Agent = agent or SimulatedAgent()
     notes: list[str] = []
     arm_names = list(arms) if arms else list(ARM_NAMES)
-    if not arms:
-        if "learned" in available_reconstructors():
-            arm_names.append("compiled:learned")
-        else:
-            notes.append("compiled recall with the `learned` reconstructor: not yet available "
-                         "(no `learned` reconstructor is registered)")
+    if "learned" in available_reconstructors() and "compiled:learned" not in arm_names:
+        notes.append(
+            "compiled:learned is not in this run: the `learned` reconstructor behaves exactly "
+            "like `rules` until its store holds enough labelled feedback, and every scenario "
+            "here starts from a fresh store (add it with arms=[..., 'compiled:learned'])"
+        )
     arm_objs: list[Arm] = make_arms(arm_names, k, budget_tokens)
     per_seed = {s: scenarios_for_seed(s, scenario_paths, quick, per_cell) for s in seed_list}
     revoke_missing = revoke_available()

@@ -267,7 +267,7 @@ class Scenario(_Model):
 class ScenarioFile(_Model):
     """The top level of a scenario file."""
 
-    format: Literal["situated-eval/1"] = FORMAT
+    format: Literal["situated-eval/1"] = "situated-eval/1"
     description: str = ""
     scenarios: tuple[Scenario, ...] = Field(min_length=1)
 
@@ -324,7 +324,9 @@ def load_scenarios(path: Path | str) -> list[Scenario]:
         try:
             import yaml
         except ImportError:
-            raise ScenarioError(name, "YAML scenario files need PyYAML (pip install pyyaml)") from None
+            raise ScenarioError(
+                name, "YAML scenario files need PyYAML (pip install pyyaml)"
+            ) from None
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
