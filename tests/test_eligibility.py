@@ -61,7 +61,9 @@ def test_no_read_path_leaks(
         assert {r["id"] for r in mem.export(principal=who)} == allowed
         ledger_ids = {e.memory_id for e in mem.ledger(principal=who, limit=10_000)}
         assert ledger_ids - {None} <= allowed
-        assert sum(mem.stats(principal=who).memories_by_state.values()) == len(allowed)
+        stats = mem.stats(principal=who)
+        assert sum(stats.memories_by_state.values()) == len(allowed)
+        assert stats.ledger_events == len(mem.ledger(principal=who, limit=10_000))
         for mid in ids:
             if mid in allowed:
                 assert mem.inspect(mid, principal=who).id == mid

@@ -818,7 +818,7 @@ class Memory:
             memories_by_state=self.store.count(elig),
             recalls=int(recalls),
             feedback=int(fb),
-            ledger_events=len(self.store.ledger(elig, limit=1_000_000)),
+            ledger_events=self.store.count_events(elig),
             embedder=self.store.embedder_ref(),
             reconstructor=f"{self.reconstructor.name}@{self.reconstructor.version}",
             maintenance_failures=self.store.failures(),

@@ -25,6 +25,7 @@ way to import outcome history, so compiled recall sees every memory at the prior
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import time
 from collections.abc import Callable, Sequence
@@ -71,6 +72,12 @@ class World:
     refused: dict[str, str] = field(default_factory=dict)
     held: list[str] = field(default_factory=list)
     extra: dict[str, Memory] = field(default_factory=dict)
+
+    def stable_id(self, memory_id: str) -> str:
+        """A run-independent id of the same form (`mem_` + 16 hex) for a stored memory."""
+        keys = self.keys_by_id.get(memory_id, [memory_id])
+        digest = hashlib.sha256(f"{self.scenario.id}\x1f{keys[0]}".encode()).hexdigest()
+        return f"mem_{digest[:16]}"
 
     def memory_for(self, reconstructor: str) -> Memory:
         """The scenario's store opened with another reconstructor (same file)."""
@@ -260,16 +267,21 @@ class Compiled:
         b = mem.recall(state, principal=_principal(sc), intent=sc.intent, namespace=sc.ns,
                        k=self.k, budget_tokens=self.budget_tokens, policy=policy)
         latency = (time.perf_counter() - started) * 1000
+        # memory ids are random; put stable ids of the same form in the context, so token
+        # counts (and anything an agent reads) do not change from run to run
         context = b.render()
-        items = tuple(
-            ServedItem(key, item.tokens)
-            for item in b.items for key in world.keys_by_id.get(item.memory_id, [])
-        )
+        counter = token_counter()
+        items: list[ServedItem] = []
+        for item in b.items:
+            stable = world.stable_id(item.memory_id)
+            context = context.replace(item.memory_id, stable)
+            tokens = counter.count(f"{item.text} [{stable}]")
+            items.extend(ServedItem(k, tokens) for k in world.keys_by_id.get(item.memory_id, []))
         rejected = tuple(
             (key, r.reason.value)
             for r in b.rejected for key in world.keys_by_id.get(r.memory_id, [])
         )
-        return Guidance(items, context, token_counter().count(context), latency, b.mode.value,
+        return Guidance(tuple(items), context, counter.count(context), latency, b.mode.value,
                         rejected)
 
 

@@ -28,6 +28,7 @@ applies: Field required`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -281,9 +282,15 @@ def _classification(value: str) -> Classification:
     raise ValueError(f"{value!r} is not one of: {allowed}")
 
 
+_TYPE_TAG = re.compile(r"^(str|int|float|bool|none|.*\[.*\])$")
+"""Parts of a pydantic error location that name a union member or validator, not a field."""
+
+
 def _loc(parts: Sequence[int | str]) -> str:
     out = ""
     for p in parts:
+        if isinstance(p, str) and _TYPE_TAG.match(p):
+            continue
         if isinstance(p, int):
             out += f"[{p}]"
         else:

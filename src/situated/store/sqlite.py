@@ -379,6 +379,16 @@ class Store:
             newest_first=True,
         )
 
+    def count_events(self, elig: Eligibility) -> int:
+        """How many ledger events `ledger(elig)` could show."""
+        where, params = self._where(elig)
+        row = self._one(
+            f"""SELECT COUNT(*) FROM ledger WHERE tenant = ? AND (memory_id IS NULL OR
+                memory_id IN (SELECT m.id FROM memories m WHERE {where}))""",
+            (elig.principal.tenant, *params),
+        )
+        return int(row[0]) if row else 0
+
     def _events(
         self,
         where: str,
