@@ -56,6 +56,7 @@ def test_demo_serves_rejects_and_isolates(tmp_path: Path) -> None:
     assert ids["threshold_250"] in result.served_ids
     # the text-only lesson, if served, carries an honest low confidence
     assert "CONDITION_FAILED" in text and "README" in text
+    assert "LOW_VALUE" in text and "REJECTED" in text and "REVOKED" in text
     assert result.recall_id in text
     # the temporary store is gone
     assert result.db_path is None
@@ -78,15 +79,90 @@ def test_demo_feedback_lands_in_the_database() -> None:
     acme = Principal("acme", roles={"support"})
     with Memory(result.db_path, embedder="hash") as mem:
         full = mem.inspect(result.ids["full_refund"], principal=acme)
-        assert (full.counters.uses, full.counters.successes) == (1, 1)
+        # today's ticket and the two follow-ups that used it all succeeded
+        assert (full.counters.uses, full.counters.successes) == (3, 3)
         feedback = [e for e in mem.ledger(principal=acme, limit=1000)
-                    if e.event is EventType.FEEDBACK]
-        assert {e.recall_id for e in feedback} == {result.recall_id}
+                    if e.event is EventType.FEEDBACK and e.recall_id == result.recall_id]
         assert {e.memory_id for e in feedback} == set(result.served_ids)
+        credited = {e.memory_id for e in feedback if e.data["credit"] == "credited"}
+        assert credited == {result.ids["full_refund"], result.ids["threshold_250"]}
         # globex's lesson is stored, and only globex sees it
         globex = Principal("globex", roles={"support"})
         assert mem.inspect(result.ids["globex"], principal=globex).scope.tenant == "globex"
         assert result.ids["globex"] not in {r.id for r in mem.list(principal=acme)}
+        assert mem.health().ok
+
+
+def test_demo_demotes_the_lookalike_with_a_transitioned_event() -> None:
+    result, text = demo(keep=True)
+    ids = result.ids
+    lookalike, helpful = ids["free_month"], ids["full_refund"]
+    # at first the look-alike is served as confidently as the lesson that helps
+    assert lookalike in result.served_ids
+    assert result.confidence[lookalike] >= result.confidence[helpful]
+    assert result.demoted_id == lookalike
+    [event] = result.demotion_events
+    assert event.event is EventType.TRANSITIONED and event.memory_id == lookalike
+    assert event.data == {"to": "LOW_VALUE", "uses": 3, "successes": 0}
+    assert "0.20 < 0.35 after 3 uses" in event.reason
+    assert f"seq {event.seq} transitioned free_month" in text
+    # afterwards it ranks below the helpful memory on the same present state
+    ranked = [m for m, _ in result.ranking]
+    eu = dict(result.ranking)
+    assert ranked.index(helpful) < ranked.index(lookalike)
+    assert eu[lookalike] < eu[helpful]
+    assert result.db_path is not None
+    acme = Principal("acme", roles={"support"})
+    with Memory(result.db_path, embedder="hash") as mem:
+        rec = mem.inspect(lookalike, principal=acme)
+        assert rec.state.value == "LOW_VALUE"
+        assert (rec.counters.uses, rec.counters.successes) == (3, 0)
+        assert mem.inspect(helpful, principal=acme).state.value == "ACTIVE"
+        # nothing was deleted: its whole story is still in the ledger
+        events = [e.event for e in mem.history(lookalike, principal=acme)]
+        assert events[:2] == [EventType.PROPOSED, EventType.PROMOTED]
+        assert events[-1] is EventType.TRANSITIONED
+        assert events.count(EventType.FEEDBACK) == 6  # 3 blamed, 3 exposed
+
+
+def test_demo_reviewer_rejects_the_poisoned_proposal() -> None:
+    result, text = demo(keep=True)
+    poisoned = result.ids["poisoned"]
+    assert result.rejected_proposal == poisoned
+    assert result.review_reasons, "pending shows the reviewer why the gates held it"
+    assert all(r in text for r in result.review_reasons)
+    assert result.db_path is not None
+    reviewer = Principal("acme", roles={"reviewer"}, name="acme-reviewer")
+    with Memory(result.db_path, embedder="hash") as mem:
+        assert mem.inspect(poisoned, principal=reviewer).state.value == "REJECTED"
+        assert mem.pending(reviewer=reviewer) == []
+        last = mem.history(poisoned, principal=reviewer)[-1]
+        assert last.event is EventType.REJECTED
+        assert last.actor == "acme-reviewer" and last.reason
+        # never recallable, even by a state it was written for
+        acme = Principal("acme", roles={"support"})
+        briefing = mem.recall("Customer wants a refund for an annual plan", principal=acme,
+                              namespace="refunds")
+        assert poisoned not in {t.memory_id for t in briefing.trace}
+
+
+def test_demo_revoked_consent_disappears_from_recall() -> None:
+    result, _ = demo(keep=True)
+    pref, plan = result.ids["preference"], result.ids["customer_plan"]
+    assert result.revoked_id == pref
+    assert pref in result.consent_served and plan in result.consent_served
+    after = result.after_revoke
+    assert set(after) == {"items", "rejected", "trace"}
+    for where, mids in after.items():
+        assert pref not in mids, f"revoked memory still in the later recall's {where}"
+    assert plan in after["items"], "the same recall still works for the other memory"
+    assert result.db_path is not None
+    acme = Principal("acme", roles={"support"})
+    with Memory(result.db_path, embedder="hash") as mem:
+        assert mem.inspect(pref, principal=acme).state.value == "REVOKED"
+        last = mem.history(pref, principal=acme)[-1]
+        assert last.event is EventType.REVOKED and last.data == {"consent": "consent-123"}
+        assert pref not in {r.id for r in mem.list(principal=acme, states=["ACTIVE"])}
         assert mem.health().ok
 
 
@@ -99,6 +175,10 @@ def test_demo_is_deterministic_in_content() -> None:
     assert masked(a) == masked(b)
     assert [r for _, r in first.rejected] == [r for _, r in second.rejected]
     assert len(first.served_ids) == len(second.served_ids)
+    assert [e.reason for e in first.demotion_events] == [
+        e.reason for e in second.demotion_events
+    ]
+    assert [eu for _, eu in first.ranking] == [eu for _, eu in second.ranking]
 
 
 
@@ -115,6 +195,12 @@ def test_demo_with_the_default_embedder_shows_the_fact_change() -> None:
     assert ids["threshold_100"] not in result.candidate_ids
     assert RejectionReason.CONDITION_FAILED in result.rejected_reasons
     assert not set(result.other_tenant_ids) & set(result.candidate_ids)
+    assert result.demoted_id == ids["free_month"] and result.demotion_events
+    eu = dict(result.ranking)
+    assert eu[ids["free_month"]] < eu[ids["full_refund"]]
+    assert result.rejected_proposal == ids["poisoned"]
+    assert result.revoked_id == ids["preference"] in result.consent_served
+    assert all(ids["preference"] not in m for m in result.after_revoke.values())
     assert result.db_path is not None
     with Memory(result.db_path, embedder="minilm-static") as mem:
         old = mem.inspect(ids["threshold_100"], principal=Principal("acme", {"support"}))

@@ -2,9 +2,12 @@
 
 Two tenants (acme and globex) share one store. acme's agent has learned a handful of lessons:
 one that fits today's customer, one that looks alike but was learned in another situation, one
-with no facts, one that tries to give orders, and a fact that changed. A recall for a present
-customer shows which memories are served, which are refused and why, that globex's memory was
-never even a candidate, and how feedback updates the memories' measured utility.
+that fits the facts but never helps, one with no facts, one that tries to give orders (a
+reviewer rejects it), and a fact that changed. A recall for a present customer shows which
+memories are served, which are refused and why, that globex's memory was never even a
+candidate, and how feedback updates the memories' measured utility. Follow-up tickets then
+demote the useless look-alike, and a customer's withdrawn consent removes their preference
+from recall.
 """
 
 import tempfile
@@ -21,7 +24,7 @@ from situated.memory import Memory
 from situated.models import OPEN_END, LifecycleState, MemoryRecord, Principal, State, from_epoch
 from situated.recall.briefing import Briefing, RejectionReason
 from situated.recall.reconstruct import Policy
-from situated.store.ledger import EventType
+from situated.store.ledger import EventType, LedgerEvent
 
 NAMESPACE = "refunds"
 ALLOWED_TOOLS = frozenset({"refund_payment", "billing_history", "lookup_order"})
@@ -42,6 +45,15 @@ class DemoResult:
         ids: the demo's label for each memory ("full_refund", "globex", ...) -> its id.
         write_refusals: label -> why a memory was refused or held at write time.
         db_path: the database, when kept; None when the temporary store was removed.
+        rejected_proposal: the held proposal the reviewer rejected (the poisoned lesson).
+        review_reasons: the gate reasons `pending` showed the reviewer for it.
+        demoted_id: the look-alike demoted to LOW_VALUE by failed follow-up tickets.
+        demotion_events: its `transitioned` ledger events (reason and numbers).
+        ranking: (memory id, expected utility) of today's recall repeated after the follow-ups,
+            best first.
+        revoked_id: the customer preference stored under the consent that was withdrawn.
+        consent_served: memory ids the customer recall served before the revocation.
+        after_revoke: the same recall after it: "items", "rejected" and "trace" -> memory ids.
     """
 
     recall_id: str
@@ -54,6 +66,14 @@ class DemoResult:
     ids: dict[str, str] = field(default_factory=dict)
     write_refusals: dict[str, str] = field(default_factory=dict)
     db_path: str | None = None
+    rejected_proposal: str | None = None
+    review_reasons: tuple[str, ...] = ()
+    demoted_id: str | None = None
+    demotion_events: tuple[LedgerEvent, ...] = ()
+    ranking: tuple[tuple[str, float], ...] = ()
+    revoked_id: str | None = None
+    consent_served: tuple[str, ...] = ()
+    after_revoke: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def rejected_reasons(self) -> tuple[RejectionReason, ...]:
@@ -92,6 +112,16 @@ ACME_LESSONS = (
         conditions=("plan == 'annual'", "days_since_purchase > 30"),
     ),
     _Lesson(
+        "free_month",
+        "fits the facts; does it help?",
+        "Annual subscribers asking for a refund in their first month should first be offered "
+        "a free month to stay.",
+        State("Annual subscriber asked for a refund 10 days after buying",
+              facts={"plan": "annual", "days_since_purchase": 10}),
+        action="offered a free month", success=True,
+        conditions=("plan == 'annual'", "days_since_purchase <= 30"),
+    ),
+    _Lesson(
         "double_charge",
         "situation known only as text",
         "When a customer reports a double charge, check the billing history before refunding "
@@ -117,6 +147,19 @@ GLOBEX_LESSON = _Lesson(
           facts={"plan": "annual", "days_since_purchase": 12}),
     action="refunded in full", success=True,
 )
+
+FOLLOW_UPS = (  # (days since purchase, amount, lesson the agent followed, did it work)
+    (3, 120, "free_month", False),
+    (6, 90, "full_refund", True),
+    (11, 240, "free_month", False),
+    (8, 150, "full_refund", True),
+    (2, 60, "free_month", False),
+)
+"""Follow-up tickets: customers offered a free month escalate; a full refund closes the ticket."""
+
+CUSTOMER = State("Customer C-1042 asks how they will be told their refund went through",
+                 facts={"customer_id": "C-1042"})
+CONSENT = "consent-123"
 
 PRESENT = State(
     "Annual subscriber asks for a refund 12 days after buying and says they were charged "
@@ -152,6 +195,8 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
     acme = Principal("acme", roles={"support"}, clearance="internal", name="acme-support-bot")
     globex = Principal("globex", roles={"support"}, clearance="internal",
                        name="globex-support-bot")
+    reviewer = Principal("acme", roles={"reviewer"}, name="acme-reviewer")
+    admin = Principal("acme", roles={"admin"}, name="acme-privacy-officer")
     with Memory(path, embedder=embedder_name) as mem:
         _intro(console, mem)
 
@@ -173,8 +218,15 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
              "and, where the writer knows them, the conditions under which it holds. That is "
              "what lets a recall check a memory against the present instead of pasting it.")
 
-        # 2. a fact changes
-        _step(console, 2, "a fact changes: the supervisor-approval threshold")
+        # 2. review
+        _step(console, 2, "a reviewer decides on the held proposal")
+        rejected_proposal, review_reasons = _review(console, mem, reviewer, ids)
+        _why(console, "a flagged proposal is never auto-promoted: a person decides, and the "
+             "decision is a ledger event with their name and reason. Rejected, it stays in the "
+             "ledger and is never recallable.")
+
+        # 3. a fact changes
+        _step(console, 3, "a fact changes: the supervisor-approval threshold")
         old = mem.add(
             "Refunds above 100 USD need a supervisor's approval.", principal=acme,
             namespace=NAMESPACE, kind="fact", entity="refund_policy",
@@ -189,22 +241,22 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
         )
         ids["threshold_100"], ids["threshold_250"] = old.id, new.id
         _facts_table(console, [mem.inspect(old.id, principal=acme),
-                               mem.inspect(new.id, principal=acme)])
+                               mem.inspect(new.id, principal=acme)], ids)
         _why(console, "a stale fact is one of the quietest ways memory hurts an agent. The "
              "older value is INVALIDATED, not deleted: its validity window closes, so a recall "
              "for today never sees it, while an `as_of` query into 2024 still does.")
 
-        # 3. another tenant
-        _step(console, 3, "globex, another company on the same store, writes its own lesson")
+        # 4. another tenant
+        _step(console, 4, "globex, another company on the same store, writes its own lesson")
         _add(mem, globex, GLOBEX_LESSON, ids, refusals)
         _lessons_table(console, "globex", (GLOBEX_LESSON,), ids, refusals)
 
-        # 4. the present
-        _step(console, 4, "today: a customer of acme writes in")
+        # 5. the present
+        _step(console, 5, "today: a customer of acme writes in")
         _present_panel(console)
 
-        # 5. recall
-        _step(console, 5, "recall: what acme's agent is told")
+        # 6. recall
+        _step(console, 6, "recall: what acme's agent is told")
         policy = Policy(allowed_tools=ALLOWED_TOOLS)
         briefing = mem.recall(
             PRESENT, principal=acme, namespace=NAMESPACE, intent="handle a refund request",
@@ -220,8 +272,8 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
              "candidate is checked against the present and served as guidance for *this* "
              "state, or refused with a typed reason the agent and you can audit.")
 
-        # 6. tenant isolation
-        _step(console, 6, "globex's memory was not even a candidate")
+        # 7. tenant isolation
+        _step(console, 7, "globex's memory was not even a candidate")
         candidates = tuple(dict.fromkeys(t.memory_id for t in briefing.trace
                                          if t.stage == "retrieve"))
         other = (ids["globex"],) if "globex" in ids else ()
@@ -240,9 +292,10 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
              "applied inside the store query, before any similarity is computed. They are "
              "never traded against a score.")
 
-        # 7. feedback
-        _step(console, 7, "the agent acts and reports the outcome")
-        used = [i for i in briefing.items if labels.get(i.memory_id) != "double_charge"]
+        # 8. feedback
+        _step(console, 8, "the agent acts and reports the outcome")
+        used = [i for i in briefing.items
+                if labels.get(i.memory_id) not in ("double_charge", "free_month")]
         used_ids = [i.memory_id for i in used] or [i.memory_id for i in briefing.items[:1]]
         result = mem.feedback(briefing.recall_id, principal=acme, success=True, used=used_ids)
         console.print(Text(
@@ -257,8 +310,25 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
              "(successes + 1) / (uses + 2), starting at 0.50. Memories that keep failing are "
              "demoted after enough uses; nothing is deleted by learning.")
 
-        # 8. the ledger
-        _step(console, 8, "the ledger: every change, with actor and reason")
+        # 9. learning from follow-ups
+        _step(console, 9, "follow-up tickets: the look-alike that never helps is demoted")
+        demotion, ranking = _follow_ups(console, mem, acme, policy, briefing, labels)
+        demoted = ids.get("free_month") if demotion else None
+        _why(console, "similarity and facts cannot tell a look-alike that never helps from a "
+             "lesson that does; outcomes can. Demoted is not deleted: it ranks lower, credited "
+             "use revives it, and `history` keeps every step.")
+
+        # 10. consent
+        _step(console, 10, "a customer withdraws consent")
+        revoked, consent_served, after_revoke = _consent(
+            console, mem, acme, admin, policy, ids, labels
+        )
+        _why(console, "consent is a hard gate like tenant: a revoked memory is never a "
+             "candidate again, at once, and the revocation is a ledger event. For a "
+             "right-to-erasure request, `erase` also removes the text and vectors.")
+
+        # 11. the ledger
+        _step(console, 11, "the ledger: every change, with actor and reason")
         gaps = _ledger_table(console, mem, acme, labels)
         _why(console, "the ledger is append-only; replaying it rebuilds every memory's state "
              "and counters (`situated health` checks exactly that)."
@@ -277,7 +347,172 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
             ids=ids,
             write_refusals=refusals,
             db_path=str(path) if keep else None,
+            rejected_proposal=rejected_proposal,
+            review_reasons=review_reasons,
+            demoted_id=demoted,
+            demotion_events=demotion,
+            ranking=ranking,
+            revoked_id=revoked,
+            consent_served=consent_served,
+            after_revoke=after_revoke,
         )
+
+
+def _review(
+    console: Console, mem: Memory, reviewer: Principal, ids: dict[str, str]
+) -> tuple[str | None, tuple[str, ...]]:
+    """List what waits for review with its gate reasons; reject the poisoned lesson."""
+    labels = {v: k for k, v in ids.items()}
+    pending = mem.pending(reviewer=reviewer, namespace=NAMESPACE)
+    table = Table(title=f"mem.pending(reviewer={reviewer.name}): {len(pending)} proposal(s)",
+                  title_justify="left")
+    table.add_column("memory", no_wrap=True)
+    table.add_column("gate", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("reasons", ratio=1, overflow="fold")
+    reasons: dict[str, tuple[str, ...]] = {}
+    for rec, gates in pending:
+        flagged = [g for g in gates if g.get("verdict") not in (None, "pass")]
+        reasons[rec.id] = tuple(str(r) for g in flagged for r in g.get("reasons", ()))
+        for g in flagged:
+            table.add_row(
+                Text.assemble((labels.get(rec.id, ""), "bold"), "\n", rec.id),
+                str(g.get("gate")), Text(str(g.get("verdict")), style="red"),
+                Text("; ".join(str(r) for r in g.get("reasons", ()))),
+            )
+    console.print(table)
+    target = ids.get("poisoned")
+    if target is None or target not in reasons:
+        console.print(Text("Nothing of the demo's is waiting for review.", style="italic"))
+        return None, ()
+    rec = mem.reject(target, reviewer=reviewer,
+                     reason="instructs the agent and names a tool outside the allow-list")
+    console.print(Text(
+        f"{reviewer.name} rejects poisoned ({target}): its state is now {rec.state.value}."
+    ))
+    return target, reasons[target]
+
+
+def _follow_ups(
+    console: Console,
+    mem: Memory,
+    who: Principal,
+    policy: Policy,
+    today: Briefing,
+    labels: dict[str, str],
+) -> tuple[tuple[LedgerEvent, ...], tuple[tuple[str, float], ...]]:
+    """Simulated tickets: following the look-alike fails, following the full refund works.
+
+    Returns:
+        The look-alike's `transitioned` events, and today's recall ranked again afterwards.
+    """
+    ids = {v: k for k, v in labels.items()}
+    if "free_month" not in ids or "full_refund" not in ids:
+        return (), ()
+    lookalike, helpful = ids["free_month"], ids["full_refund"]
+    table = Table(title="follow-up tickets (recall, act, feedback); utility after each",
+                  title_justify="left")
+    table.add_column("ticket", no_wrap=True)
+    for col in ("agent followed", "outcome", "free_month", "full_refund"):
+        table.add_column(col, no_wrap=True)
+    for n, (days, amount, followed, worked) in enumerate(FOLLOW_UPS, 1):
+        state = State(f"Annual subscriber asks for a refund {days} days after buying",
+                      facts={"plan": "annual", "days_since_purchase": days,
+                             "amount_usd": amount})
+        b = mem.recall(state, principal=who, namespace=NAMESPACE,
+                       intent="handle a refund request", k=5, budget_tokens=400, policy=policy)
+        used = [i.memory_id for i in b.items if i.memory_id == ids[followed]]
+        mem.feedback(b.recall_id, principal=who, success=worked, used=used)
+        la, ok = mem.inspect(lookalike, principal=who), mem.inspect(helpful, principal=who)
+        table.add_row(
+            f"{n} (day {days})", followed if used else "(not served)",
+            Text("resolved" if worked else "escalated", style="green" if worked else "red"),
+            Text(f"{la.utility:.2f} {la.state.value}",
+                 style="bold" if la.state is not LifecycleState.ACTIVE else ""),
+            f"{ok.utility:.2f} {ok.state.value}",
+        )
+    console.print(table)
+    events = tuple(e for e in mem.history(lookalike, principal=who)
+                   if e.event is EventType.TRANSITIONED)
+    for ev in events:
+        data = ", ".join(f"{k}={v}" for k, v in sorted(ev.data.items()))
+        console.print(Text.assemble(
+            (f"ledger seq {ev.seq} ", "bold"), f"{ev.event.value} free_month by {ev.actor}: ",
+            (ev.reason, "italic"), f" ({data})",
+        ))
+    again = mem.recall(PRESENT, principal=who, namespace=NAMESPACE,
+                       intent="handle a refund request", k=5, budget_tokens=400, policy=policy)
+    ranking = tuple((i.memory_id, i.scores.expected_utility) for i in again.items)
+    _ranking_table(console, mem, who, today, ranking, labels)
+    report = mem.maintain()
+    console.print(Text(
+        f"mem.maintain() runs the same rules in bulk: {len(report.demoted)} demoted, "
+        f"{len(report.archived)} archived, {len(report.failures)} failures (LOW_VALUE is "
+        "archived after 30 days without credited use).", style="dim",
+    ))
+    return events, ranking
+
+
+def _consent(
+    console: Console,
+    mem: Memory,
+    who: Principal,
+    admin: Principal,
+    policy: Policy,
+    ids: dict[str, str],
+    labels: dict[str, str],
+) -> tuple[str | None, tuple[str, ...], dict[str, tuple[str, ...]]]:
+    """A preference stored under a consent is served, the consent is revoked, it is gone.
+
+    Returns:
+        The revoked memory's id (None if nothing was revoked), what the customer recall
+        served before, and the memory ids in the same recall's items, rejections and trace
+        after.
+    """
+    pref = mem.add(
+        "Customer C-1042 wants to be told by email, never by phone.", principal=who,
+        namespace="customers", kind="preference", authority="user_declared",
+        state=State("Customer C-1042 asked to be contacted by email",
+                    facts={"customer_id": "C-1042"}),
+        conditions=["customer_id == 'C-1042'"], consent=CONSENT,
+    )
+    plan = mem.add(
+        "Customer C-1042 is on the annual plan.", principal=who, namespace="customers",
+        kind="fact", entity="customer_C-1042", attribute="plan", value="annual",
+        authority="system_observed",
+    )
+    ids["preference"], ids["customer_plan"] = pref.id, plan.id
+    labels[pref.id], labels[plan.id] = "preference", "customer_plan"
+
+    def recall() -> Briefing:
+        return mem.recall(CUSTOMER, principal=who, namespace="customers", k=5,
+                          budget_tokens=400, policy=policy)
+
+    def names(mids: tuple[str, ...]) -> str:
+        return ", ".join(labels.get(m, m) for m in mids) or "nothing"
+
+    before = recall()
+    served = tuple(i.memory_id for i in before.items)
+    console.print(Text(
+        f"acme stores preference ({pref.id}) under consent {CONSENT!r}, and customer_plan "
+        f"without one. Recall for C-1042 serves: {names(served)}."
+    ))
+    n = mem.revoke_consent(CONSENT, principal=admin, reason="customer withdrew consent")
+    after = recall()
+    seen = {
+        "items": tuple(i.memory_id for i in after.items),
+        "rejected": tuple(r.memory_id for r in after.rejected),
+        "trace": tuple(dict.fromkeys(t.memory_id for t in after.trace)),
+    }
+    gone = all(pref.id not in v for v in seen.values())
+    console.print(Text(
+        f"mem.revoke_consent({CONSENT!r}) by {admin.name}: {n} memory revoked, state "
+        f"{mem.inspect(pref.id, principal=who).state.value}. The same recall now serves: "
+        f"{names(seen['items'])}; preference is "
+        + ("in none of its items, rejections or trace." if gone else "STILL VISIBLE: a bug."),
+        style="bold green" if gone else "bold red",
+    ))
+    return (pref.id if n else None), served, seen
 
 
 def _add(
@@ -365,15 +600,19 @@ def _lessons_table(
     console.print(table)
 
 
-def _facts_table(console: Console, facts: list[MemoryRecord]) -> None:
-    table = Table(title="refund_policy.approval_threshold_usd", title_justify="left")
+def _facts_table(console: Console, facts: list[MemoryRecord], ids: dict[str, str]) -> None:
+    labels = {v: k for k, v in ids.items()}
+    table = Table(title="refund_policy.approval_threshold_usd", title_justify="left",
+                  pad_edge=False)
     table.add_column("memory", no_wrap=True)
     for col in ("value", "state", "valid from", "valid until", "superseded by"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, no_wrap=True)
     for rec in facts:
+        by = rec.superseded_by
         table.add_row(
-            rec.id, str(rec.value), rec.state.value, _day(rec.validity.valid_from),
-            _day(rec.validity.valid_until), rec.superseded_by or "-",
+            Text(labels.get(rec.id, rec.id), style="bold"), str(rec.value),
+            rec.state.value, _day(rec.validity.valid_from), _day(rec.validity.valid_until),
+            labels.get(by, by) if by else "-",
         )
     console.print(table)
 
@@ -448,13 +687,41 @@ def _counters_table(console: Console, records: list[MemoryRecord], labels: dict[
     console.print(table)
 
 
+def _ranking_table(
+    console: Console,
+    mem: Memory,
+    who: Principal,
+    today: Briefing,
+    ranking: tuple[tuple[str, float], ...],
+    labels: dict[str, str],
+) -> None:
+    before = {i.memory_id: i.scores.expected_utility for i in today.items}
+    table = Table(title="today's recall again: expected utility (EU) in step 6 and now",
+                  title_justify="left")
+    table.add_column("rank")
+    table.add_column("memory", no_wrap=True)
+    for col in ("state", "uses", "utility", "EU then", "EU now"):
+        table.add_column(col)
+    for n, (mid, eu) in enumerate(ranking, 1):
+        rec = mem.inspect(mid, principal=who)
+        then = before.get(mid)
+        table.add_row(
+            str(n), Text.assemble((labels.get(mid, ""), "bold"), "\n", mid), rec.state.value,
+            str(rec.counters.uses), f"{rec.utility:.2f}",
+            "-" if then is None else f"{then:.2f}", f"{eu:.2f}",
+        )
+    console.print(table)
+
+
 def _ledger_table(
     console: Console, mem: Memory, who: Principal, labels: dict[str, str]
 ) -> list[int]:
-    """Print the latest events; returns the seq numbers in that range `who` cannot see."""
-    events = mem.ledger(principal=who, limit=12)
-    table = Table(title=f"latest {len(events)} ledger events of acme, newest first",
-                  title_justify="left")
+    """Print the latest changes (recalls are logged too, not shown); returns the seq numbers
+    in that range `who` cannot see."""
+    visible = mem.ledger(principal=who, limit=60)
+    events = [ev for ev in visible if ev.event is not EventType.RECALLED][:12]
+    table = Table(title=f"latest {len(events)} changes in acme's ledger, newest first "
+                  "(recalls are logged too)", title_justify="left")
     for col in ("seq", "event", "memory or recall", "actor", "reason"):
         table.add_column(col, overflow="fold")
     for ev in events:
@@ -462,7 +729,8 @@ def _ledger_table(
         table.add_row(str(ev.seq), ev.event.value, Text(target), Text(ev.actor), Text(ev.reason))
     console.print(table)
     seqs = {ev.seq for ev in events}
-    return sorted(set(range(min(seqs), max(seqs) + 1)) - seqs) if seqs else []
+    seen = {ev.seq for ev in visible}
+    return sorted(set(range(min(seqs), max(seqs) + 1)) - seen) if seqs else []
 
 
 def _outro(console: Console, kept: Path | None, embedder_name: str) -> None:
