@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_server import OpenAIStub, chat_reply
 from rich.console import Console
 
 import situated.eval.runner as runner
+from openai_server import OpenAIStub, chat_reply
 from situated.eval import CallableAgent, EvalResult, LLMAgent, ScenarioError, Task, run_eval
 from situated.eval.agents import Guidance, task_for
 from situated.eval.arms import revoke_available
@@ -254,3 +254,39 @@ def test_the_llm_agent_chooses_an_option_over_a_real_http_endpoint(tmp_path: Pat
     assert "Warm the coffee in a pan on the stove" in sent.prompt
     assert "- heat the mug in the microwave" in sent.prompt
     assert task_for(sc, guidance).options == tuple(sc.options)
+
+
+def test_cli_helpers_parse_seeds_and_arms(tmp_path: Path) -> None:
+    from situated.errors import InvalidInput
+    from situated.eval import parse_arms, parse_seeds
+
+    assert parse_seeds(" 1, 2,3 ") == [1, 2, 3]
+    assert parse_seeds(None) is None and parse_seeds("  ") is None
+    with pytest.raises(InvalidInput, match="comma-separated integers"):
+        parse_seeds("1,x")
+    assert parse_arms("no_memory, compiled") == ["no_memory", "compiled"]
+    with pytest.raises(InvalidInput, match="seeds must be distinct"):
+        run_eval([_tiny(tmp_path)], [1, 1], False, tmp_path / "o", embedder="hash")
+    with pytest.raises(InvalidInput, match="unknown arm 'magic'"):
+        run_eval([_tiny(tmp_path)], [1], False, tmp_path / "o", embedder="hash",
+                 arms=["no_memory", "magic"])
+
+
+def test_a_proposal_folded_into_an_earlier_memory_is_not_counted_as_served(
+    tmp_path: Path,
+) -> None:
+    from situated.embed import get_embedder
+    from situated.eval.arms import Compiled, build_world
+
+    data = copy.deepcopy(TINY["scenarios"][1])
+    again = copy.deepcopy(data["memories"][0]) | {"key": "pan_again", "applies": False,
+                                                    "effect": "neutral"}
+    data["memories"].append(again)
+    [sc] = parse_scenarios({"scenarios": [data]})
+    world = build_world(sc, tmp_path / "w.db", get_embedder("hash"))
+    try:
+        assert world.merged == {"pan_again": "pan"}
+        guidance = Compiled().serve(world)
+    finally:
+        world.close()
+    assert guidance.keys == ("pan",)

@@ -117,7 +117,7 @@ def test_repeated_ids_unreadable_and_malformed_files(tmp_path: Path) -> None:
 
     a = _write(tmp_path, GOOD, "a.json")
     b = _write(tmp_path, GOOD, "b.json")
-    with pytest.raises(ScenarioError, match="also used in a.json"):
+    with pytest.raises(ScenarioError, match=r"also used in a\.json"):
         load_many([a, b])
 
 

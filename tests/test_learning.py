@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import warnings
 from pathlib import Path
 
@@ -177,16 +178,34 @@ def test_known_at_returns_what_was_known(mem: Memory, acme: Principal) -> None:
 def test_outcome_triggered_supersession(mem: Memory, acme: Principal) -> None:
     old = mem.add("The api owner is Dana.", principal=acme, kind="fact", entity="api",
                   attribute="owner", value="Dana", valid_from="2026-01-01")
-    # recorded later, but said to hold from earlier: does not supersede at write
+    # a change announced for tomorrow: Dana stays valid until then
+    tomorrow = time.time() + 86400
     new = mem.add("The api owner is Eli.", principal=acme, kind="fact", entity="api",
-                  attribute="owner", value="Eli", valid_from="2025-01-01")
-    assert mem.inspect(old.id, principal=acme).state is LifecycleState.ACTIVE
+                  attribute="owner", value="Eli", valid_from=tomorrow)
+    assert mem.inspect(old.id, principal=acme).validity.valid_until == pytest.approx(tomorrow)
     b = mem.recall(State("who owns the api"), principal=acme)
     assert old.id in {i.memory_id for i in b.items}
     res = mem.feedback(b.recall_id, principal=acme, success=False, used=[old.id])
     assert (old.id, "INVALIDATED") in res.transitions
     stale = mem.inspect(old.id, principal=acme)
     assert stale.state is LifecycleState.INVALIDATED and stale.superseded_by == new.id
+    assert stale.validity.valid_until < tomorrow - 3600  # closed now, not tomorrow
+    again = mem.recall(State("who owns the api"), principal=acme)
+    assert old.id not in {i.memory_id for i in again.items}
+
+
+def test_late_arriving_older_value_is_superseded_at_once(mem: Memory, acme: Principal) -> None:
+    new = mem.add("The api owner is Dana.", principal=acme, kind="fact", entity="api",
+                  attribute="owner", value="Dana", valid_from="2026-01-01")
+    late = mem.add("The api owner is Eli.", principal=acme, kind="fact", entity="api",
+                   attribute="owner", value="Eli", valid_from="2025-01-01")
+    closed = mem.inspect(late.id, principal=acme)
+    assert closed.state is LifecycleState.INVALIDATED and closed.superseded_by == new.id
+    assert mem.inspect(new.id, principal=acme).state is LifecycleState.ACTIVE
+    now = mem.recall(State("who owns the api"), principal=acme)
+    assert {i.memory_id for i in now.items} == {new.id}
+    then = mem.recall(State("who owns the api"), principal=acme, as_of="2025-06-01")
+    assert {i.memory_id for i in then.items} == {late.id}
 
 
 def test_cited_ids_count_as_used(mem: Memory, acme: Principal) -> None:

@@ -284,3 +284,14 @@ def test_learn_rejects_bad_trajectory_untouched(tmp_path: Path) -> None:
                   principal=Principal(tenant="acme"))
     assert "steps" in err.value.field
     assert not mem.store._all("SELECT * FROM memories")
+
+
+def test_restatement_under_another_consent_is_not_folded(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "s.db", embedder="hash")
+    who = Principal(tenant="acme")
+    admin = Principal(tenant="acme", roles={"admin"})
+    open_ = mem.add("Customer prefers email updates.", principal=who)
+    bound = mem.add("Customer prefers email updates.", principal=who, consent="c-1")
+    assert bound.id != open_.id and bound.scope.consent == "c-1"
+    assert mem.revoke_consent("c-1", principal=admin, reason="withdrawn") == 1
+    assert mem.inspect(open_.id, principal=who).state is LifecycleState.ACTIVE

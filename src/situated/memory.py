@@ -251,8 +251,13 @@ class Memory:
             if not report.held and not report.rejected:
                 # a restatement strengthens the existing memory instead of adding a copy; a
                 # held proposal (e.g. the return of a retired lesson) is kept for review
-                twin = self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint) or next(
-                    (t for t, _ in near(rec) if t.state is LifecycleState.ACTIVE), None
+                # only within the same scope: folding a consent-bound or role-restricted
+                # proposal into a broader twin would escape a later revocation
+                twin = next(
+                    (t for t in (self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint),
+                                 *(t for t, _ in near(rec) if t.state is LifecycleState.ACTIVE))
+                     if t is not None and t.scope == rec.scope),
+                    None,
                 )
             elif report.held:
                 same = self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint)
@@ -394,7 +399,9 @@ class Memory:
             if old.id == rec.id or old.state is LifecycleState.INVALIDATED or old.multi_valued:
                 continue
             if old.validity.valid_from > rec.validity.valid_from:
-                continue  # the older-in-world-time fact never supersedes a newer one
+                # the incoming value is older in world time: it held until the stored one began
+                self._supersede(rec, old, actor, "a newer value was already recorded")
+                return
             if _ADDITIONAL.search(rec.content):
                 warnings.warn(
                     f"{rec.id} reads like an additional value of ({rec.entity}, "
@@ -405,10 +412,16 @@ class Memory:
                 )
             self._supersede(old, rec, actor, f"newer value for ({rec.entity}, {rec.attribute})")
 
-    def _supersede(self, old: MemoryRecord, new: MemoryRecord, actor: str, reason: str) -> None:
-        end = max(new.validity.valid_from, old.validity.valid_from + 1e-6)
-        if new.validity.recorded_at > old.validity.recorded_at and end > utcnow():
-            end = utcnow()
+    def _supersede(
+        self,
+        old: MemoryRecord,
+        new: MemoryRecord,
+        actor: str,
+        reason: str,
+        at: float | None = None,
+    ) -> None:
+        """Close `old`'s validity when `new` begins (or at `at`), link both, log the event."""
+        end = max(new.validity.valid_from if at is None else at, old.validity.valid_from + 1e-6)
         self.store.set_validity_end(old.id, min(end, old.validity.valid_until))
         self.store.link_supersession(old.id, new.id)
         self.store.append_event(old.id, EventType.SUPERSEDED, actor, reason, {"by": new.id})
@@ -701,7 +714,8 @@ class Memory:
                 newer = self._newer_same_key(mid)
                 if newer is not None:
                     self._supersede(self.store.content_of(mid), newer, principal.name,
-                                    "failed while a newer value exists (outcome-triggered)")
+                                    "failed while a newer value exists (outcome-triggered)",
+                                    at=utcnow())
                     transitions.append((mid, LifecycleState.INVALIDATED.value))
         return FeedbackResult(recall_id, credited, blamed, exposed, tuple(transitions))
 
@@ -709,8 +723,8 @@ class Memory:
         rec = self.store.content_of(memory_id)
         if rec.entity is None or rec.attribute is None or rec.multi_valued:
             return None
-        if rec.state is LifecycleState.INVALIDATED:
-            return None
+        if rec.validity.valid_until <= utcnow():
+            return None  # already closed
         for other in reversed(self.store.same_key(
             rec.scope.tenant, rec.scope.namespace, rec.entity, rec.attribute
         )):

@@ -28,6 +28,19 @@ _INJECTION = [
      "claims authority it was not given"),
     (r"\bdo not (tell|inform|log|report)\b", "asks to hide actions"),
 ]
+_UNSAFE = [
+    (r"\b(disable|turn off|switch off|bypass|skip|silence|mute|remove|deactivate)\b.{0,40}"
+     r"\b(audit|logging|logs?|monitor\w*|alarms?|alerts?|detectors?|2fa|mfa|two.factor|"
+     r"firewall|antivirus|backups?|encryption|safety|security|verification|identity check\w*)",
+     "recommends disabling a safety or security control"),
+    (r"\b(store|save|write down|log|record|paste|copy|email|send)\b.{0,40}\b(card numbers?|cvv|"
+     r"passwords?|credentials|secrets?|api keys?|ssn|social security numbers?)\b(?!\s*polic)",
+     "recommends storing secrets or card data"),
+    (r"\b(delete|drop|wipe|purge|truncate|rm -rf)\b.{0,30}(\b(all|every|entire|whole)\b|"
+     r"\b(database|tables?|backups?)\b)", "recommends a destructive bulk operation"),
+    (r"\bchmod\s+777\b|\bcurl\b[^|]*\|\s*(ba)?sh\b", "recommends an unsafe shell command"),
+]
+_INJECTION.extend(_UNSAFE)
 _COMPILED = [(re.compile(p, re.IGNORECASE), why) for p, why in _INJECTION]
 _HIDDEN = re.compile(r"[\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 _ENCODED = re.compile(r"(?:[A-Za-z0-9+/]{40,}={0,2})|(?:\\x[0-9a-fA-F]{2}){8,}")

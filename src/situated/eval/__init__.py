@@ -17,7 +17,7 @@ from situated.eval.agents import (
 )
 from situated.eval.generator import generate
 from situated.eval.metrics import Row, Scorecard, scorecard
-from situated.eval.runner import EvalResult, run_eval
+from situated.eval.runner import EvalResult, parse_arms, parse_seeds, run_eval
 from situated.eval.scenarios import Scenario, ScenarioError, load_many, load_scenarios
 
 __all__ = [
@@ -36,6 +36,8 @@ __all__ = [
     "generate",
     "load_many",
     "load_scenarios",
+    "parse_arms",
+    "parse_seeds",
     "run_eval",
     "scorecard",
 ]

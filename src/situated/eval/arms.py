@@ -71,6 +71,7 @@ class World:
     vectors: dict[str, Vector] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
     held: list[str] = field(default_factory=list)
+    merged: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Memory] = field(default_factory=dict)
 
     def stable_id(self, memory_id: str) -> str:
@@ -146,10 +147,15 @@ def _write(world: World, i: int, m: MemorySpec, now: float) -> None:
     except SituatedError as exc:  # a write gate refused it: the store does not hold it
         world.refused[m.key] = f"{type(exc).__name__}: {exc}"
         return
-    world.keys_by_id.setdefault(rec.id, []).append(m.key)
-    if rec.state is LifecycleState.PROPOSED:
-        world.held.append(m.key)
-    if m.consent_revoked:
+    if rec.id in world.keys_by_id:
+        # situated folded this proposal into a memory it already holds (an exact or near
+        # duplicate): the store keeps that memory's content, scope and consent, not this one's
+        world.merged[m.key] = world.keys_by_id[rec.id][0]
+    else:
+        world.keys_by_id[rec.id] = [m.key]
+        if rec.state is LifecycleState.PROPOSED:
+            world.held.append(m.key)
+    if m.consent_revoked:  # the owner withdraws consent whatever the store did with it
         _revoke(mem, writer, m)
 
 

@@ -25,12 +25,12 @@ from pathlib import Path
 from situated.eval.scenarios import (
     SLICES,
     MemorySpec,
-    dump_scenarios,
     PolicySpec,
     PrincipalSpec,
     Scenario,
     StateSpec,
     TrackRecord,
+    dump_scenarios,
 )
 from situated.models import FactValue
 

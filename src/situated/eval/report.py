@@ -192,6 +192,27 @@ def print_scorecard(result: EvalResult, console: Console) -> None:
     console.print(f"elapsed {result.elapsed_s:.1f} s")
 
 
+def markdown_headline(result: EvalResult) -> str:
+    """The headline table as Markdown (for a README)."""
+    head = ("| arm | success % | lift vs no memory, pp | negative transfer % | false accept | "
+            "false reject | poisoned served | leaks | stale served | tokens/task | "
+            "recall ms p50/p95 |")
+    lines = [head, "|" + "---|" * 11]
+    for arm, s in result.scorecard.overall.items():
+        base = arm == BASELINE
+        cells = [
+            arm, _pct(s.success), "-" if base else _pp(s.lift),
+            "-" if base else _pct(s.negative_transfer),
+            "-" if base else s.false_acceptance.fmt(), "-" if base else s.false_rejection.fmt(),
+            "-" if base else f"{s.poisoned_served.num}/{s.poisoned_served.den}",
+            "-" if base else str(s.leaks), "-" if base else str(s.stale_served),
+            f"{s.tokens_per_task:.0f}",
+            "-" if base else f"{_ms(s.latency_p50_ms)} / {_ms(s.latency_p95_ms)}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def to_dict(result: EvalResult) -> dict[str, Any]:
     """The JSON document: config, scorecard, and every per-task row."""
     return {

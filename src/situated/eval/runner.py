@@ -52,6 +52,26 @@ class EvalResult:
     elapsed_s: float = 0.0
 
 
+def parse_seeds(text: str | None) -> list[int] | None:
+    """`"1,2,3"` -> [1, 2, 3]; None or blank -> None (the defaults). For the CLI."""
+    if text is None or not text.strip():
+        return None
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise InvalidInput("seeds", f"expected comma-separated integers, got {text!r}") from None
+    if not seeds:
+        raise InvalidInput("seeds", f"expected comma-separated integers, got {text!r}")
+    return seeds
+
+
+def parse_arms(text: str | None) -> list[str] | None:
+    """`"no_memory,compiled"` -> the list; None or blank -> None (the default arms)."""
+    if text is None or not text.strip():
+        return None
+    return [a.strip() for a in text.split(",") if a.strip()]
+
+
 def scenarios_for_seed(
     seed: int, paths: Sequence[Path] | None, quick: bool, per_cell: int | None
 ) -> list[Scenario]:
@@ -171,7 +191,9 @@ def run_eval(
     rows: list[Row] = []
     unsupported: dict[str, str] = {}
     skipped: dict[str, int] = {}
-    writes: dict[str, dict[str, int]] = {"held_for_review": {}, "refused_at_write": {}}
+    writes: dict[str, dict[str, int]] = {
+        "held_for_review": {}, "refused_at_write": {}, "merged_into_an_earlier_memory": {},
+    }
     total = sum(len(v) for v in per_seed.values())
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="situated-eval-") as tmp, Progress(
@@ -199,9 +221,11 @@ def run_eval(
                 try:
                     _bump(writes["held_for_review"], sc.slice, len(world.held))
                     _bump(writes["refused_at_write"], sc.slice, len(world.refused))
+                    _bump(writes["merged_into_an_earlier_memory"], sc.slice, len(world.merged))
                     u = common_random_number(seed, sc.id)
                     at_write = {k: "HELD_FOR_REVIEW" for k in world.held}
                     at_write |= {k: "REFUSED_AT_WRITE" for k in world.refused}
+                    at_write |= {k: "MERGED_AT_WRITE" for k in world.merged}
                     for arm in arm_objs:
                         g = arm.serve(world)
                         a = the_agent.attempt(sc, g, u)

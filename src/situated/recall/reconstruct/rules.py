@@ -4,10 +4,14 @@ How it decides, for a candidate that passed the pre-checks (conditions already h
 
 1. Source facts against present facts. A fact present in both with a different value is
    *adaptable* when the lesson names the old value in its text (the lesson is about that
-   object: "the mug is in drawer 2" becomes "cabinet 1"), and *material* otherwise
-   (a flipped boolean, a different number, a value the lesson does not name). Without explicit
-   conditions, a material difference rejects (SOURCE_STATE_MISMATCH); with explicit conditions
-   (the writer said what matters), it only lowers confidence.
+   object: "the mug is in drawer 2" becomes "cabinet 1"); *material* when the lesson depends
+   on it (a flipped boolean; a number crossing a threshold the lesson states; two numeric facts
+   whose order reversed, such as price and budget; a value of something the lesson talks
+   about); and *incidental* otherwise (context the lesson never mentions, numbers with no
+   stated threshold). Without explicit conditions a material difference rejects
+   (SOURCE_STATE_MISMATCH) and an incidental one lowers confidence (PARTIAL, shown as a
+   difference); with explicit conditions (the writer said what matters) differences only lower
+   confidence.
 2. Text-only source states (no facts on one side): then/now comparison. An explicit contrast
    (on/off, open/closed, empty/full, present/absent, numbers that differ before the same word)
    rejects. Otherwise the embedding similarity of the two states decides, against a threshold
@@ -89,6 +93,57 @@ def _names_value(content: str, value: FactValue) -> bool:
     return re.search(rf"(?<!\w){re.escape(value.strip())}(?!\w)", content, re.I) is not None
 
 
+_TOKEN = re.compile(r"[a-z]{3,}")
+
+
+def _mentions(content: str, key: str) -> bool:
+    """Whether the lesson talks about the thing a fact names (a word of the key, by stem)."""
+    words = {w[:5] for w in _TOKEN.findall(content.lower())}
+    return any(t[:5] in words for t in _TOKEN.findall(key.lower().replace("_", " ")))
+
+
+def _material(key: str, old: FactValue, new: FactValue, content: str) -> bool:
+    """Is a changed fact (no explicit condition on it) one the lesson depends on?
+
+    - a boolean that flipped: yes (a state toggle: on/off, visible/hidden);
+    - a number: yes when a number the lesson names lies between then and now (a threshold it
+      states: "past 30 days" with 60 then and 12 now), otherwise unknown, so no;
+    - text the lesson does not name (a named value is adapted instead): yes when the lesson
+      talks about the fact's subject (a word of its key), no for incidental context.
+    Facts judged "no" still lower confidence and are shown as differences.
+    """
+    if isinstance(old, bool) or isinstance(new, bool):
+        return True
+    if isinstance(old, int | float) and isinstance(new, int | float):
+        lo, hi = sorted((float(old), float(new)))
+        return any(lo < float(t) <= hi for t in re.findall(r"(?<![\w.])\d+(?:\.\d+)?", content))
+    return _mentions(content, key)
+
+
+def _order_flips(
+    then: dict[str, FactValue], now: dict[str, FactValue], skip: set[str]
+) -> list[str]:
+    """Pairs of numeric facts whose order reversed (price < budget then, price > budget now)."""
+    nums = [
+        k for k, v in then.items()
+        if k not in skip and isinstance(v, int | float) and not isinstance(v, bool)
+        and isinstance(now.get(k), int | float) and not isinstance(now.get(k), bool)
+    ]
+    flips = []
+    for i, a in enumerate(nums):
+        for b in nums[i + 1:]:
+            before = _sign(float(then[a]) - float(then[b]))  # type: ignore[arg-type]
+            after = _sign(float(now[a]) - float(now[b]))  # type: ignore[arg-type]
+            if before != 0 and after != 0 and before != after:
+                rel = "<" if before < 0 else ">"
+                flips.append(f"{a} {rel} {b} then, not now")
+    return flips
+
+
+def _sign(x: float) -> int:
+    return (x > 0) - (x < 0)
+
+
 def _adapt(content: str, old: str, new: str) -> str:
     return re.sub(rf"(?<!\w){re.escape(old.strip())}(?!\w)", new, content, flags=re.I)
 
@@ -125,6 +180,7 @@ class RulesReconstructor(Reconstructor):
         unknown: list[str] = []
         fact_matches: list[str] = []
         judged = {name for r in results for name in r.condition.facts}
+        soft: list[str] = []
         for key, old in then.facts.items():
             if key in judged:
                 continue  # the writer's explicit condition on this fact already decided it
@@ -137,12 +193,16 @@ class RulesReconstructor(Reconstructor):
             elif isinstance(old, str) and isinstance(new, str) and _names_value(guidance, old):
                 guidance = _adapt(guidance, old, new)
                 adaptations.append(f"{old!r} -> {new!r} ({key})")
-            else:
+            elif _material(key, old, new, rec.content):
                 material.append(f"{key}: {old!r} then, {new!r} now")
+            else:
+                soft.append(f"{key}: {old!r} then, {new!r} now")
+        material.extend(_order_flips(then.facts, now.facts, judged))
         provenance = self.provenance(item, adaptations=len(adaptations))
         if then.facts and now.facts:
             return self._by_facts(
-                item, guidance, matched + fact_matches, material, unknown, adaptations, provenance
+                item, guidance, matched + fact_matches, material, soft, unknown, adaptations,
+                provenance,
             )
         # text-only comparison
         contrasts = text_contrasts(then.text, now.text)
@@ -179,12 +239,15 @@ class RulesReconstructor(Reconstructor):
         guidance: str,
         matched: list[str],
         material: list[str],
+        soft: list[str],
         unknown: list[str],
         adaptations: list[str],
         provenance: dict[str, object],
     ) -> Reconstruction:
         rec = item.record
         explicit = bool(rec.conditions)
+        if explicit:
+            soft, material = soft + material, []  # the writer said what matters
         if material and not explicit:
             return Reconstruction(
                 memory_id=rec.id, verdict=Verdict.NOT_APPLICABLE, confidence=0.8, guidance="",
@@ -192,19 +255,19 @@ class RulesReconstructor(Reconstructor):
                 reason=RejectionReason.SOURCE_STATE_MISMATCH,
                 detail="source facts differ: " + "; ".join(material), provenance=provenance,
             )
-        checked = len(matched) + len(material) + len(unknown)
+        checked = len(matched) + len(soft) + len(unknown)
         coverage = len(matched) / checked if checked else 0.0
         if explicit:
-            conf = 0.9 - 0.15 * len(material) - 0.05 * len(unknown)
+            conf = 0.9 - 0.1 * len(soft) - 0.05 * len(unknown)
         else:
-            conf = 0.5 + 0.4 * coverage
-        full = not material and not unknown and (explicit or coverage == 1.0)
+            conf = 0.5 + 0.4 * coverage - 0.05 * len(soft)
+        full = not soft and not unknown and (explicit or coverage == 1.0)
         verdict = Verdict.APPLICABLE if full else Verdict.PARTIAL
-        notes = [f"differs: {m}" for m in material] + [f"unverified: {u}" for u in unknown]
+        notes = [f"differs: {m}" for m in soft] + [f"unverified: {u}" for u in unknown]
         return Reconstruction(
             memory_id=rec.id, verdict=verdict, confidence=round(max(0.2, min(conf, 0.95)), 3),
             guidance=guidance, transferable=tuple(Claim(s) for s in _sentences(guidance)),
-            matched=tuple(matched), mismatched=tuple(material), unknown=tuple(unknown),
+            matched=tuple(matched), mismatched=tuple(soft), unknown=tuple(unknown),
             adaptations=tuple(adaptations), detail="; ".join(notes), provenance=provenance,
         )
 
