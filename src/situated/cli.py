@@ -837,6 +837,60 @@ def maintain(ctx: typer.Context, plain: Plain = False) -> None:
         raise typer.Exit(1)
 
 
+eval_app = typer.Typer(
+    cls=_Group,
+    help="Evaluations: the Memory Decision Scorecard (default) and third-party material.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.callback()
+def eval_(
+    ctx: typer.Context,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Shipped scenarios only, seeds 1,2,3 (under a minute).")
+    ] = False,
+    seeds: Annotated[
+        str | None,
+        typer.Option("--seeds", help="Comma-separated, e.g. 1,2,3 (default 1..5; 1,2,3 with "
+                     "--quick)."),
+    ] = None,
+    scenarios: Annotated[
+        list[Path] | None,
+        typer.Option("--scenarios", exists=True, dir_okay=False,
+                     help="Scenario file (JSON/YAML); repeat for several."),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", file_okay=False, help="Directory for results and plots.")
+    ] = Path("situated-eval"),
+    arms: Annotated[
+        str | None,
+        typer.Option("--arms", help="Comma-separated; also unscoped_replay, "
+                     "compiled:<reconstructor>."),
+    ] = None,
+    agent_url: Annotated[str | None, typer.Option("--agent-url")] = None,
+    agent_model: Annotated[str | None, typer.Option("--agent-model")] = None,
+    agent_key: Annotated[
+        str | None, typer.Option("--agent-key", envvar="SITUATED_AGENT_API_KEY", hidden=True)
+    ] = None,
+) -> None:
+    """Run the Memory Decision Scorecard: every arm on the same scenarios, paired, with plots."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from situated.eval import LLMAgent, parse_arms, parse_seeds, run_eval
+
+    settings: Settings = ctx.obj
+    agent = None
+    if agent_url or agent_model:
+        if not (agent_url and agent_model):
+            raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
+        agent = LLMAgent(agent_url, agent_model, api_key=agent_key)
+    run_eval(scenarios or None, parse_seeds(seeds), quick, out, Console(),
+             embedder=settings.embedder or DEFAULT_EMBEDDER, arms=parse_arms(arms), agent=agent)
+
+
 @app.command()
 def demo(
     ctx: typer.Context,
