@@ -232,8 +232,12 @@ class Memory:
                 vectors[r.content] = self.embedder.embed_one(r.content)
             return vectors[r.content]
 
+        found: dict[str, list[tuple[MemoryRecord, float]]] = {}
+
         def near(r: MemoryRecord) -> list[tuple[MemoryRecord, float]]:
-            return self._near_duplicates(r, content_vector(r))
+            if r.content not in found:  # searched once, by the gate and the merge alike
+                found[r.content] = self._near_duplicates(r, content_vector(r))
+            return found[r.content]
 
         ctx = GateContext(self.write_policy(rec.scope.namespace), src_cls, near)
         report = run_gates(rec, ctx, self.gates)
