@@ -255,8 +255,9 @@ def test_learned_falls_back_then_fits_and_reports_calibration(tmp_path: Path) ->
         b = mem.recall(st_, principal=who, k=5)
         if bad.id in {i.memory_id for i in b.items}:
             mem.feedback(b.recall_id, principal=who, success=False, used=[bad.id])
-    cal = mem.reconstructor.fit()
+    cal = mem.reconstructor.fit("acme")
     assert cal is not None and cal.examples >= 30
+    assert mem.reconstructor.fit("globex") is None  # per tenant: globex has no feedback
     assert cal.brier_train < 0.25  # better than always guessing 0.5
     shown = mem.stats(principal=who).calibration
     assert shown is not None and shown["examples"] == cal.examples

@@ -840,7 +840,9 @@ class Memory:
             embedder=self.store.embedder_ref(),
             reconstructor=f"{self.reconstructor.name}@{self.reconstructor.version}",
             maintenance_failures=self.store.failures(),
-            calibration=asdict(cal) if (cal := getattr(self.reconstructor, "calibration", None))
+            calibration=asdict(cal)
+            if isinstance(self.reconstructor, LearnedReconstructor)
+            and (cal := self.reconstructor.calibration_for(t)) is not None
             else None,
         )
 

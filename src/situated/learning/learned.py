@@ -7,6 +7,7 @@ the pipeline saw at the time): then/now state similarity, lesson similarity, rel
 the utility the memory had then. The model is an L2-regularised logistic regression fitted by
 iteratively reweighted least squares (numpy; a few dozen features, no heavy dependency).
 
+Models are per tenant: one tenant's outcomes never shape another tenant's verdicts.
 Until `MIN_LABELLED` examples exist the reconstructor behaves exactly like `rules`. After
 that, `rules` still decides hard mismatches (its NOT_APPLICABLE stands); for candidates `rules`
 would serve, the model's probability becomes the confidence, and a probability under
@@ -104,22 +105,29 @@ class LearnedReconstructor(Reconstructor):
     def __init__(self, min_labelled: int = MIN_LABELLED) -> None:
         self.rules = RulesReconstructor()
         self.min_labelled = min_labelled
-        self.weights: Array | None = None
-        self.calibration: Calibration | None = None
+        self.weights: dict[str, Array] = {}
+        self.calibrations: dict[str, Calibration] = {}
         self._store: Any = None
-        self._fitted_on = 0
+        self._fitted_on: dict[str, int] = {}
 
     def bind(self, store: Any) -> None:
         self._store = store
-        self.fit()
+        self.weights, self.calibrations, self._fitted_on = {}, {}, {}
 
-    def training_data(self) -> tuple[Array, Array]:
-        """(X, y) from every recall with feedback in the bound store."""
+    def calibration_for(self, tenant: str) -> Calibration | None:
+        """The tenant's model calibration (fitting it first if never fitted)."""
+        if tenant not in self._fitted_on:
+            self.fit(tenant)
+        return self.calibrations.get(tenant)
+
+    def training_data(self, tenant: str) -> tuple[Array, Array]:
+        """(X, y) from the tenant's recalls with feedback in the bound store."""
         if self._store is None:
             return np.zeros((0, len(FEATURES))), np.zeros(0)
         rows = self._store._all(
             "SELECT r.payload, f.success, f.used FROM recalls r JOIN feedback f "
-            "ON f.recall_id = r.id ORDER BY r.at"
+            "ON f.recall_id = r.id WHERE r.tenant = ? ORDER BY r.at",
+            (tenant,),
         )
         xs: list[list[float]] = []
         ys: list[float] = []
@@ -136,42 +144,58 @@ class LearnedReconstructor(Reconstructor):
             return np.zeros((0, len(FEATURES))), np.zeros(0)
         return np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
 
-    def fit(self) -> Calibration | None:
-        """Refit on the store's labelled uses; None (and `rules` behaviour) if too few."""
-        x, y = self.training_data()
-        self._fitted_on = len(y)
+    def tenants(self) -> list[str]:
+        if self._store is None:
+            return []
+        return [str(r[0]) for r in self._store._all("SELECT DISTINCT tenant FROM feedback")]
+
+    def fit(self, tenant: str | None = None) -> Calibration | None:
+        """Refit the tenant's model (every tenant's when None) on its labelled uses; returns
+        the calibration of `tenant` (of the last one fitted when None), None if too few."""
+        last: Calibration | None = None
+        for t in [tenant] if tenant is not None else self.tenants():
+            last = self._fit_one(t)
+        return last
+
+    def _fit_one(self, tenant: str) -> Calibration | None:
+        x, y = self.training_data(tenant)
+        self._fitted_on[tenant] = len(y)
+        self.weights.pop(tenant, None)
+        self.calibrations.pop(tenant, None)
         if len(y) < self.min_labelled or len(set(y.tolist())) < 2:
-            self.weights, self.calibration = None, None
             return None
         cut = len(y) - max(1, len(y) // 5)
         holdout = None
         if cut >= self.min_labelled // 2:
             w_cv = fit_logistic(x[:cut], y[:cut])
             holdout = float(np.mean((predict(w_cv, x[cut:]) - y[cut:]) ** 2))
-        self.weights = fit_logistic(x, y)
-        train = float(np.mean((predict(self.weights, x) - y) ** 2))
-        self.calibration = Calibration(len(y), round(train, 4),
-                                       None if holdout is None else round(holdout, 4),
-                                       round(float(y.mean()), 4))
-        return self.calibration
+        w = fit_logistic(x, y)
+        self.weights[tenant] = w
+        train = float(np.mean((predict(w, x) - y) ** 2))
+        cal = Calibration(len(y), round(train, 4),
+                          None if holdout is None else round(holdout, 4),
+                          round(float(y.mean()), 4))
+        self.calibrations[tenant] = cal
+        return cal
 
-    def _maybe_refit(self) -> None:
+    def _maybe_refit(self, tenant: str) -> None:
         if self._store is None:
             return
         row = self._store._one(
-            "SELECT COUNT(*) FROM ledger WHERE event = 'feedback' "
-            "AND json_extract(data, '$.credit') != 'exposed'"
+            "SELECT COUNT(*) FROM ledger WHERE event = 'feedback' AND tenant = ? "
+            "AND json_extract(data, '$.credit') != 'exposed'",
+            (tenant,),
         )
         labelled = int(row[0]) if row else 0
-        if labelled - self._fitted_on >= REFIT_EVERY:
-            self.fit()
+        if tenant not in self._fitted_on or labelled - self._fitted_on[tenant] >= REFIT_EVERY:
+            self.fit(tenant)
 
     def reconstruct(self, item: ReconstructionInput) -> Reconstruction:
         base = self.rules.reconstruct(item)
-        self._maybe_refit()
-        if self.weights is None or (base.verdict is not Verdict.APPLICABLE and (
-            base.verdict is not Verdict.PARTIAL
-        )):
+        tenant = item.record.scope.tenant
+        self._maybe_refit(tenant)
+        weights = self.weights.get(tenant)
+        if weights is None or base.verdict not in (Verdict.APPLICABLE, Verdict.PARTIAL):
             return replace(base, provenance=base.provenance | {"learned": False})
         numbers = {
             "state_similarity": item.state_similarity,
@@ -184,11 +208,12 @@ class LearnedReconstructor(Reconstructor):
             "adaptations": base.adaptations,
         }
         x = np.asarray([features(recon_view, numbers)], dtype=np.float64)
-        p = float(predict(self.weights, x)[0])
+        p = float(predict(weights, x)[0])
         prov = base.provenance | {
             "reconstructor": self.name, "reconstructor_version": self.version,
             "learned": True, "p_success": round(p, 4),
-            "trained_on": self.calibration.examples if self.calibration else 0,
+            "trained_on": self.calibrations[tenant].examples if tenant in self.calibrations
+            else 0,
         }
         if p < REJECT_BELOW:
             return replace(
