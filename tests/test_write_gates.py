@@ -295,3 +295,32 @@ def test_restatement_under_another_consent_is_not_folded(tmp_path: Path) -> None
     assert bound.id != open_.id and bound.scope.consent == "c-1"
     assert mem.revoke_consent("c-1", principal=admin, reason="withdrawn") == 1
     assert mem.inspect(open_.id, principal=who).state is LifecycleState.ACTIVE
+
+
+def test_distiller_splits_plans_by_place_and_blames_no_timeout() -> None:
+    from situated.write.distill import RulesDistiller, Trajectory
+
+    traj = Trajectory.model_validate({
+        "episode_id": "e", "task": "fetch the key", "outcome": {"success": True},
+        "steps": [
+            {"observation": "hall", "facts": {"location": "hallway"}, "action": "go to kitchen",
+             "result": "You go to the kitchen."},
+            {"observation": "kitchen", "facts": {"location": "kitchen"},
+             "action": "open drawer", "result": "The drawer is open."},
+            {"observation": "kitchen", "facts": {"location": "kitchen"},
+             "action": "take key", "result": "You take the key."},
+        ],
+    })
+    drafts = RulesDistiller().distill(traj)
+    assert [d.content for d in drafts] == [
+        "To fetch the key (part 1 of 2, from hallway): go to kitchen.",
+        "To fetch the key (part 2 of 2, from kitchen): open drawer; take key.",
+    ]
+    assert "location == 'hallway'" in drafts[0].conditions  # where it starts: a precondition
+    assert "location == 'kitchen'" in drafts[1].conditions
+    timeout = Trajectory.model_validate({
+        "episode_id": "t", "task": "fetch the key", "outcome": {"success": False},
+        "steps": [{"observation": "hall", "facts": {"location": "hallway"},
+                   "action": "look around", "result": "You see a hallway."}],
+    })
+    assert RulesDistiller().distill(timeout) == []

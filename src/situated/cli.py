@@ -932,6 +932,30 @@ def eval_longmemeval(
                     source_state=source_state)
 
 
+@eval_app.command("scienceworld")
+def eval_scienceworld(
+    ctx: typer.Context,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="2 tasks, few variations, 30 steps (~30 s).")
+    ] = False,
+    out: Annotated[Path, typer.Option("--out", file_okay=False)] = Path("eval-results"),
+    tasks: Annotated[
+        str | None, typer.Option("--tasks", help="Comma-separated ScienceWorld task names.")
+    ] = None,
+    variations: Annotated[
+        int | None, typer.Option("--variations", help="Test variations per task.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """ScienceWorld: memory across unseen test variations (needs the scienceworld extra, Java)."""
+    from situated.eval.envs import run_scienceworld
+
+    settings: Settings = ctx.obj
+    run_scienceworld(quick, out, Console(), tasks=tasks.split(",") if tasks else None,
+                     variations=variations, seed=seed,
+                     embedder=settings.embedder or DEFAULT_EMBEDDER)
+
+
 @app.command()
 def demo(
     ctx: typer.Context,

@@ -100,10 +100,19 @@ _FAIL_WORDS = re.compile(
 )
 
 
-def derived_conditions(facts: Mapping[str, FactValue], action: str) -> tuple[str, ...]:
-    """Preconditions from a step's facts: booleans and short categorical values the action
-    does not name. A value the action names is a binding (adapted at recall), not a
-    precondition; numbers are left out (their thresholds are unknown from one episode)."""
+PLACE_KEYS = ("location", "room", "place", "page", "screen")
+"""Facts that say where the agent is: a plan is split where they change, and they are always
+preconditions of a plan piece (a route learned from the hallway is not a route from the
+kitchen), never bindings to adapt."""
+MAX_PLAN_ACTIONS = 40
+
+
+def derived_conditions(
+    facts: Mapping[str, FactValue], action: str, always: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """Preconditions from a step's facts: booleans, facts in `always`, and short categorical
+    values the action does not name. A value the action names is a binding (adapted at
+    recall), not a precondition; numbers are left out (one episode shows no threshold)."""
     out = []
     for key, value in sorted(facts.items()):
         if isinstance(value, bool):
@@ -111,74 +120,94 @@ def derived_conditions(facts: Mapping[str, FactValue], action: str) -> tuple[str
         elif (
             isinstance(value, str)
             and 0 < len(value) <= 40
-            and value.lower() not in action.lower()
+            and (key in always or value.lower() not in action.lower())
             and "'" not in value
         ):
             out.append(f"{key} == '{value}'")
     return tuple(out)
 
 
+def _place(step: Step) -> FactValue:
+    return next((step.facts[k] for k in PLACE_KEYS if k in step.facts), None)
+
+
+def plan_segments(steps: Sequence[tuple[int, Step]]) -> list[list[tuple[int, Step]]]:
+    """Acted steps split where the agent's place changes (the step that moves stays with the
+    piece it leaves), so each piece keeps the state it starts from."""
+    pieces: list[list[tuple[int, Step]]] = []
+    current: list[tuple[int, Step]] = []
+    for i, step in steps:
+        here = _place(step)  # a step that does not say where it is stays in the current piece
+        if current and here is not None and here != _place(current[0][1]):
+            pieces.append(current)
+            current = []
+        current.append((i, step))
+    if current:
+        pieces.append(current)
+    return pieces
+
+
 class RulesDistiller:
-    """No model: a plan lesson from a success, a 'what went wrong' lesson from a failure,
-    and a lesson per step whose action failed."""
+    """No model. From a success: the plan, one lesson per place it passes through (each with the
+    state it starts from). From any episode: a 'what went wrong' lesson per step whose result
+    reports a failure, and for a failed episode one about its last action only when that action
+    visibly failed (running out of steps blames nothing)."""
 
     name = "rules"
-    version = "1"
+    version = "2"
 
     def distill(self, trajectory: Trajectory) -> list[LessonDraft]:
         t = trajectory
         ev = (f"episode:{t.episode_id}",)
-        first = t.steps[0]
+        task = t.task.strip().rstrip(".")
         acted = [(i, s) for i, s in enumerate(t.steps) if s.action.strip()]
         drafts: list[LessonDraft] = []
         if t.outcome.success and acted:
-            plan = "; ".join(s.action.strip() for _, s in acted[:12])
-            drafts.append(
-                LessonDraft(
-                    content=f"To {t.task.strip().rstrip('.')}: {plan}.",
-                    state=State(first.observation, first.facts),
-                    action=plan,
-                    success=True,
-                    step=0,
-                    conditions=derived_conditions(first.facts, plan),
-                    evidence=ev,
-                )
-            )
-        for i, s in acted:
-            if _FAIL_WORDS.search(s.result):
+            pieces = plan_segments(acted[:MAX_PLAN_ACTIONS])
+            for n, piece in enumerate(pieces, start=1):
+                i0, first = piece[0]
+                plan = "; ".join(s.action.strip() for _, s in piece)
+                where = _place(first)
+                part = (f" (part {n} of {len(pieces)}{f', from {where}' if where else ''})"
+                        if len(pieces) > 1 else "")
+                always = [k for k in PLACE_KEYS if k in first.facts]
                 drafts.append(
                     LessonDraft(
-                        content=(
-                            f"What went wrong: '{s.action.strip()}' did not work here "
-                            f"({_clip(s.result)}); try something else."
-                        ),
-                        state=State(s.observation, s.facts),
-                        action=s.action.strip(),
-                        success=False,
-                        step=i,
-                        conditions=derived_conditions(s.facts, s.action),
-                        failure_lesson=True,
-                        evidence=(*ev, f"step:{i}"),
+                        content=f"To {task}{part}: {plan}.",
+                        state=State(first.observation, first.facts),
+                        action=plan,
+                        success=True,
+                        step=i0,
+                        conditions=derived_conditions(first.facts, plan, always),
+                        evidence=ev,
                     )
                 )
+        for i, s in acted:
+            if _FAIL_WORDS.search(s.result):
+                drafts.append(self._failure(
+                    f"What went wrong: '{s.action.strip()}' did not work here "
+                    f"({_clip(s.result)}); try something else.", i, s, ev))
         if not t.outcome.success and acted:
             i, last = acted[-1]
-            drafts.append(
-                LessonDraft(
-                    content=(
-                        f"What went wrong: trying to {t.task.strip().rstrip('.')}, the episode "
-                        f"failed after '{last.action.strip()}' ({_clip(last.result)})."
-                    ),
-                    state=State(last.observation, last.facts),
-                    action=last.action.strip(),
-                    success=False,
-                    step=i,
-                    conditions=derived_conditions(last.facts, last.action),
-                    failure_lesson=True,
-                    evidence=(*ev, f"step:{i}"),
-                )
-            )
+            if _FAIL_WORDS.search(last.result):
+                drafts.append(self._failure(
+                    f"What went wrong: trying to {task}, the episode failed after "
+                    f"'{last.action.strip()}' ({_clip(last.result)}).", i, last, ev))
         return _unique(drafts)
+
+    @staticmethod
+    def _failure(content: str, i: int, s: Step, ev: tuple[str, ...]) -> LessonDraft:
+        always = [k for k in PLACE_KEYS if k in s.facts]
+        return LessonDraft(
+            content=content,
+            state=State(s.observation, s.facts),
+            action=s.action.strip(),
+            success=False,
+            step=i,
+            conditions=derived_conditions(s.facts, s.action, always),
+            failure_lesson=True,
+            evidence=(*ev, f"step:{i}"),
+        )
 
 
 def _clip(text: str, n: int = 120) -> str:

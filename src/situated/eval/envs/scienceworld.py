@@ -703,13 +703,13 @@ def make_config(
     embedder: str = DEFAULT_EMBEDDER,
     feedback: bool = True,
 ) -> SWConfig:
-    """The quick (2 tasks, 4 train and 5 test variations, 30 steps) or full (7 tasks, 10 and
-    10, 50 steps) configuration, with any setting overridden."""
+    """The quick (2 tasks, 4 train and 5 test variations, 30 steps) or full (7 tasks, 15 and
+    15, 50 steps) configuration, with any setting overridden."""
     chosen = tuple(tasks) if tasks else (TASKS_QUICK if quick else TASKS_FULL)
     return SWConfig(
         tasks=chosen,
-        train_variations=train_variations or (4 if quick else 10),
-        test_variations=variations or (5 if quick else 10),
+        train_variations=train_variations or (4 if quick else 15),
+        test_variations=variations or (5 if quick else 15),
         step_cap=step_cap or (30 if quick else 50),
         seed=seed, embedder=embedder, feedback=feedback, quick=quick,
     )
@@ -732,7 +732,8 @@ def run_scienceworld(
 
     Args:
         quick: 2 tasks, 4 train and 5 test variations, 30 steps (about a minute).
-        out_dir: where `scienceworld.json`, the train trajectories and the memory file go.
+        out_dir: where `scienceworld.json`, the plots, the train trajectories and the memory
+            file go.
         console: rich console for progress and tables (None: silent).
         tasks: task names (default: `TASKS_QUICK` or `TASKS_FULL`).
         variations: test variations per task (the first ones of the test split).
@@ -804,6 +805,7 @@ def run_scienceworld(
     wall = time.perf_counter() - t_start
     result = _result(cfg, splits, build, episodes, compiled, trajectories,
                      {"build": t_build, "eval": t_eval, "total": wall})
+    result["plots"] = {k: str(v) for k, v in write_plots(result, out_dir).items()}
     (out_dir / "scienceworld.json").write_text(json.dumps(result, indent=1, default=str))
     with (out_dir / "scienceworld-train-trajectories.jsonl").open("w") as fh:
         for t in trajectories:
@@ -918,3 +920,61 @@ def tables(result: dict[str, Any]) -> list[Table]:
 def _est(d: dict[str, float], pct: bool = False) -> str:
     return Estimate(float(d["value"]), float(d["low"]), float(d["high"]),
                     int(d["n"])).fmt(pct=pct, digits=0 if pct else 1)
+
+
+def write_plots(result: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+    """Mean score per task and arm (95% intervals), and negative transfer per arm (PNG)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return {}
+    colors = plt.get_cmap("tab10")
+    tasks = list(result["per_task"])
+    groups = [*tasks, "all"]
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.4 * len(groups)), 5))
+    width = 0.8 / len(ARMS)
+    for j, arm in enumerate(ARMS):
+        xs, means, lo, hi = [], [], [], []
+        for i, g in enumerate(groups):
+            s = result["arms"].get(arm) if g == "all" else result["per_task"][g].get(arm)
+            if s is None or not s["mean_score"]["n"]:
+                continue
+            m = s["mean_score"]
+            xs.append(i + (j - (len(ARMS) - 1) / 2) * width)
+            means.append(m["value"])
+            lo.append(m["value"] - m["low"])
+            hi.append(m["high"] - m["value"])
+        ax.bar(xs, means, width, yerr=[lo, hi], capsize=2, label=arm, color=colors(j))
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([g.replace("-", "-\n", 1) for g in groups], fontsize=8)
+    ax.set_ylabel("final score (-100 = failed, 100 = done; 95% interval)")
+    ax.set_title("ScienceWorld test variations: mean final score by task and arm")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    files = {"scores_by_task": out_dir / "scienceworld-scores.png"}
+    fig.savefig(files["scores_by_task"], dpi=110, metadata={"Software": None})
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    arms = [a for a in ARMS if a != BASELINE and a in result["arms"]]
+    for j, arm in enumerate(arms):
+        nt = result["arms"][arm]["negative_transfer"]
+        wf = result["arms"][arm]["wrong_focus"]
+        for k, (est, hatch) in enumerate(((nt, ""), (wf, "//"))):
+            x = j + (k - 0.5) * 0.38
+            ax.bar([x], [100 * est["value"]], 0.36, hatch=hatch, color=colors(j + 1),
+                   yerr=[[100 * (est["value"] - est["low"])], [100 * (est["high"] - est["value"])]],
+                   capsize=3, edgecolor="black", linewidth=0.5)
+    ax.set_xticks(range(len(arms)))
+    ax.set_xticklabels(arms)
+    ax.set_ylabel("% of test episodes (95% interval)")
+    ax.set_title("Negative transfer (plain) and wrong-focus terminations (hatched)")
+    fig.tight_layout()
+    files["negative_transfer"] = out_dir / "scienceworld-negative-transfer.png"
+    fig.savefig(files["negative_transfer"], dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return files

@@ -8,8 +8,9 @@ Compiled recall's guidance items are parsed from their (adapted) text: a plan le
 or "... the episode failed after '<action>' ...". The agent executes the steps of the first
 plan it has not used yet, in order; a step the simulator's parser does not accept in the
 present state (the fast validity check: "No known action matches that input.", which costs
-no move) is skipped, and so is a step the latest advice says to avoid. A plan is never taken
-twice in one episode.
+no move) is skipped, and so is a step the latest advice says to avoid, and a `focus on` an
+object the agent has already focused on (in ScienceWorld a focus is a commitment; a repeated
+one can fail the task). A plan is never taken twice in one episode.
 
 Exploration (when the advice is NO_APPLICABLE_MEMORY, or every plan is used up), seeded per
 (seed, task, variation) so every arm draws the same random numbers:
@@ -22,8 +23,10 @@ Exploration (when the advice is NO_APPLICABLE_MEMORY, or every plan is used up),
 3. Else one of: look around, go through an open door, open a closed door, open a closed
    container, drawn at random.
 
-Actions the simulator rejected in a room, or that the latest advice says to avoid, are not
-drawn again there.
+Actions the simulator rejected in a room are not drawn again there. Actions the latest advice
+says to avoid are not drawn while another move (a door or container to go through or open)
+remains; when every move is advised against, the advice is overruled rather than leaving the
+agent stuck in the room. In a plan, an advised-against step is always skipped.
 """
 
 from __future__ import annotations
@@ -83,6 +86,13 @@ def parse_guidance(memory_id: str, text: str) -> tuple[Plan | None, list[tuple[s
     return (Plan(memory_id, steps) if steps else None), []
 
 
+def _focus_key(action: str) -> str | None:
+    """'focus on thermometer in inventory' -> 'thermometer'; None for other actions."""
+    if not action.startswith("focus on "):
+        return None
+    return action.removeprefix("focus on ").removesuffix(" in inventory").strip()
+
+
 class BriefedAgent:
     """Executes advised steps that are valid now, in order; explores otherwise."""
 
@@ -128,6 +138,8 @@ class BriefedAgent:
                     continue
                 if (room.name, key) in self.rejected:
                     continue
+                if _focus_key(key) in self.focused:
+                    continue  # a focus is a commitment: never made twice
                 return action, pid
             if not self.pending:
                 return self.explore(room, inventory), None
@@ -144,8 +156,9 @@ class BriefedAgent:
         self.last_action = key
         if plan_id is not None:
             self.used.add(plan_id)
-        if key.startswith("focus on "):
-            self.focused.add(key.removeprefix("focus on "))
+        focus = _focus_key(key)
+        if focus is not None:
+            self.focused.add(focus)
 
     def explore(self, room: Room, inventory: tuple[str, ...]) -> str:
         """The documented, seeded exploration policy (see the module docstring)."""
@@ -166,13 +179,16 @@ class BriefedAgent:
             choices = [c for c in choices if self._allowed(room, c)]
             if choices:
                 return self.rng.choice(choices)
-        options = ["look around"] if self.last_action != "look around" else []
-        options += [f"go to {r}" for r, is_open in sorted(room.doors.items()) if is_open]
-        options += [f"open door to {r}" for r, is_open in sorted(room.doors.items())
-                    if not is_open]
-        options += [f"open {c}" for c in room.closed]
-        options = [o for o in options if self._allowed(room, o)] or ["look around"]
-        return self.rng.choice(options)
+        moves = [f"go to {r}" for r, is_open in sorted(room.doors.items()) if is_open]
+        moves += [f"open door to {r}" for r, is_open in sorted(room.doors.items())
+                  if not is_open]
+        moves += [f"open {c}" for c in room.closed]
+        moves = [m for m in moves if (room.name, normalise_action(m)) not in self.rejected]
+        allowed = [m for m in moves if self._allowed(room, m)]
+        if not allowed:
+            allowed = moves  # advice to avoid never traps the agent in a room
+        look = ["look around"] if self.last_action != "look around" else []
+        return self.rng.choice(look + allowed or ["look around"])
 
     def _allowed(self, room: Room, action: str) -> bool:
         key = normalise_action(action)
