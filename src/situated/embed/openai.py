@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from situated.embed.base import Embedder, Vector
+from situated.endpoint import Endpoint, endpoint_url
 from situated.errors import InvalidInput, ModelError
-
-if TYPE_CHECKING:
-    import httpx  # imported on first request: it is a tenth of a second of import time
 
 _PROBE_TEXT = "dimension probe"
 
@@ -43,23 +40,19 @@ class OpenAIEmbedder(Embedder):
         dim: int | None = None,
         timeout: float = 30,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise InvalidInput("base_url", f"must start with http:// or https://, got {base_url!r}")
+        url = endpoint_url(base_url, "embeddings")
         if not model:
             raise InvalidInput("model", "must not be empty")
         if dim is not None and dim < 1:
             raise InvalidInput("dim", f"must be positive, got {dim}")
         if timeout <= 0:
             raise InvalidInput("timeout", f"must be positive, got {timeout}")
-        root = base_url.rstrip("/")
-        self.url = f"{root}/embeddings" if root.endswith("/v1") else f"{root}/v1/embeddings"
+        self._endpoint = Endpoint(url, api_key, timeout)
+        self.url = url
         self.model = model
         self.name = f"openai:{model}"
         self.timeout = timeout
-        self._api_key = api_key
         self._dim = dim
-        self._client: httpx.Client | None = None
-        self._lock = threading.Lock()
 
     @property
     def dim(self) -> int:
@@ -90,41 +83,11 @@ class OpenAIEmbedder(Embedder):
 
     def close(self) -> None:
         """Close the HTTP connection pool; a later call opens a new one."""
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
-
-    def _http(self) -> httpx.Client:
-        """The shared HTTP client, created on first use."""
-        import httpx
-
-        with self._lock:
-            if self._client is None:
-                headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-                self._client = httpx.Client(timeout=self.timeout, headers=headers)
-            return self._client
+        self._endpoint.close()
 
     def _request(self, texts: list[str]) -> Vector:
         """POST texts to the endpoint; returns one validated row per text."""
-        import httpx
-
-        try:
-            response = self._http().post(self.url, json={"model": self.model, "input": texts})
-        except httpx.TimeoutException as exc:
-            raise ModelError(f"{self.url} timed out after {self.timeout}s") from exc
-        except httpx.HTTPError as exc:
-            raise ModelError(f"{self.url} failed: {exc}") from exc
-        if response.status_code >= 400:
-            raise ModelError(
-                f"{self.url} returned HTTP {response.status_code}: {response.text[:200]!r}"
-            )
-        try:
-            payload = response.json()
-        except ValueError as exc:
-            raise ModelError(
-                f"{self.url} returned malformed JSON: {response.text[:200]!r}"
-            ) from exc
+        payload = self._endpoint.post({"model": self.model, "input": texts})
         return _parse(payload, len(texts), self.url)
 
 

@@ -16,16 +16,15 @@ from __future__ import annotations
 import json
 import random
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import httpx
-
+from situated.endpoint import Endpoint, endpoint_url
 from situated.errors import InvalidInput, ModelError, UsageError
 from situated.eval.scenarios import Scenario
 from situated.models import State
+from situated.recall.reconstruct.llm import message_content
 
 
 @dataclass(frozen=True)
@@ -217,30 +216,17 @@ class LLMAgent:
     timeout: float = 30.0
     name: str = "llm"
     url: str = field(default="", init=False)
-    _client: httpx.Client | None = field(default=None, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _endpoint: Endpoint | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise InvalidInput("base_url", f"must start with http:// or https://, got "
-                                           f"{self.base_url!r}")
+        self.url = endpoint_url(self.base_url, "chat/completions")
         if not self.model.strip():
             raise InvalidInput("model", "must not be empty")
-        root = self.base_url.rstrip("/")
-        self.url = (root if root.endswith("/v1") else f"{root}/v1") + "/chat/completions"
+        self._endpoint = Endpoint(self.url, self.api_key, self.timeout)
 
     def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
-
-    def _http(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-                self._client = httpx.Client(timeout=self.timeout, headers=headers)
-            return self._client
+        if self._endpoint is not None:
+            self._endpoint.close()
 
     def request_body(self, task: Task) -> dict[str, Any]:
         return {
@@ -257,20 +243,9 @@ class LLMAgent:
         """Ask the model for one option; raises `ModelError` on any failure."""
         if not task.options:
             raise UsageError(f"scenario {task.scenario_id} has no options for an LLM agent")
-        try:
-            response = self._http().post(self.url, json=self.request_body(task))
-        except httpx.HTTPError as exc:
-            raise ModelError(f"{self.url} failed: {exc}") from exc
-        if response.status_code >= 400:
-            raise ModelError(f"{self.url} returned HTTP {response.status_code}")
-        try:
-            payload = response.json()
-            content = payload["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise ModelError(f"{self.url} returned no message content") from exc
-        if not isinstance(content, str):
-            raise ModelError(f"{self.url} returned no message content")
-        return _parse_choice(content, task.options)
+        assert self._endpoint is not None
+        payload = self._endpoint.post(self.request_body(task))
+        return _parse_choice(message_content(payload, self.url), task.options)
 
     def attempt(self, scenario: Scenario, guidance: Guidance, u: float) -> Attempt:
         if scenario.answer is None:

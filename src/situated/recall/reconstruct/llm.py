@@ -22,13 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 import time
 from typing import Annotated, Any
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from situated.endpoint import Endpoint, endpoint_url
 from situated.errors import InvalidInput, ModelError
 from situated.models import MAX_CONTENT_CHARS
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
@@ -211,8 +210,7 @@ class LLMReconstructor(Reconstructor):
         timeout: float = 20.0,
         temperature: float = 0.0,
     ) -> None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise InvalidInput("base_url", f"must start with http:// or https://, got {base_url!r}")
+        url = endpoint_url(base_url, "chat/completions")
         if not isinstance(model, str) or not model.strip():
             raise InvalidInput("model", "must not be empty")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
@@ -223,15 +221,11 @@ class LLMReconstructor(Reconstructor):
             or not 0 <= temperature <= 2
         ):
             raise InvalidInput("temperature", f"must be from 0 to 2, got {temperature!r}")
-        root = base_url.rstrip("/")
-        root = root if root.endswith("/v1") else f"{root}/v1"
-        self.url = f"{root}/chat/completions"
+        self.url = url
         self.model = model
         self.timeout = float(timeout)
         self.temperature = float(temperature)
-        self._api_key = api_key
-        self._client: httpx.Client | None = None
-        self._lock = threading.Lock()
+        self._endpoint = Endpoint(url, api_key, self.timeout)
 
     @property
     def model_ref(self) -> str:
@@ -287,38 +281,10 @@ class LLMReconstructor(Reconstructor):
 
     def close(self) -> None:
         """Close the HTTP connection pool; a later call opens a new one."""
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
-
-    def _http(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-                self._client = httpx.Client(timeout=self.timeout, headers=headers)
-            return self._client
+        self._endpoint.close()
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        try:
-            response = self._http().post(self.url, json=body)
-        except httpx.TimeoutException as exc:
-            raise ModelError(f"{self.url} timed out after {self.timeout}s") from exc
-        except httpx.HTTPError as exc:
-            raise ModelError(f"{self.url} failed: {exc}") from exc
-        if response.status_code >= 400:
-            raise ModelError(
-                f"{self.url} returned HTTP {response.status_code}: {response.text[:200]!r}"
-            )
-        try:
-            payload = response.json()
-        except ValueError as exc:
-            raise ModelError(
-                f"{self.url} returned malformed JSON: {response.text[:200]!r}"
-            ) from exc
-        if not isinstance(payload, dict):
-            raise ModelError(f"{self.url} returned {type(payload).__name__}, not an object")
-        return payload
+        return self._endpoint.post(body)
 
     # -- response -----------------------------------------------------------------------------
 
