@@ -41,6 +41,7 @@ import argparse
 import cProfile
 import gc
 import hashlib
+import importlib.metadata
 import io
 import json
 import os
@@ -720,9 +721,16 @@ def machine() -> dict[str, Any]:
         "apsw": apsw.apsw_version(),
         "sqlite_vec": vec,
         "numpy": np.__version__,
-        "situated": getattr(sys.modules["situated"], "__version__", "?"),
+        "situated": _version("situated"),
         "loadavg_at_start": [round(x, 2) for x in load],
     }
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
 
 
 def f2(x: float) -> str:
