@@ -17,6 +17,7 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from situated.errors import ConditionSyntaxError
@@ -83,8 +84,11 @@ class ConditionResult:
     detail: str = ""
 
 
+@lru_cache(maxsize=4096)
 def parse_condition(text: str) -> Condition:
-    """Parse one condition string, raising `ConditionSyntaxError` naming what is wrong."""
+    """Parse one condition string, raising `ConditionSyntaxError` naming what is wrong.
+
+    Cached: memories are immutable, so their conditions are parsed once per process."""
     if not isinstance(text, str) or not text.strip():
         raise ConditionSyntaxError("conditions", "a condition must be a non-empty string")
     src = text.strip()

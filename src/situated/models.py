@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from pydantic import (
@@ -419,6 +420,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+@lru_cache(maxsize=8192)
 def normalise_text(text: str) -> str:
     """Lower-case, collapse whitespace and strip punctuation at the ends: the dedupe key."""
     return re.sub(r"\s+", " ", text.strip().lower()).strip(" .!;:,")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 _INJECTION = [
     (r"\b(ignore|disregard|forget|override)\b.{0,40}\b(instruction|prompt|rule|polic|guideline)",
@@ -64,8 +65,10 @@ class Finding:
     excerpt: str
 
 
-def injection_findings(text: str) -> list[Finding]:
-    """Instruction-like, authority-claiming, hidden or encoded content in `text`."""
+@lru_cache(maxsize=8192)
+def injection_findings(text: str) -> tuple[Finding, ...]:
+    """Instruction-like, authority-claiming, hidden or encoded content in `text` (cached:
+    recall re-validates the same immutable memory texts)."""
     found = []
     for rx, why in _COMPILED:
         m = rx.search(text)
@@ -76,7 +79,7 @@ def injection_findings(text: str) -> list[Finding]:
     m = _ENCODED.search(text)
     if m:
         found.append(Finding("embeds an encoded blob", m.group(0)[:40]))
-    return found
+    return tuple(found)
 
 
 def tool_mentions(text: str) -> set[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
@@ -38,11 +39,16 @@ def near_duplicate(a: MemoryRecord, b: MemoryRecord, similarity: float | None) -
         return False
     if sorted(a.conditions) != sorted(b.conditions):
         return False
-    if sorted(_NUMBER.findall(a.content)) != sorted(_NUMBER.findall(b.content)):
+    if _numbers(a.content) != _numbers(b.content):
         return False
     if normalise_text(a.content) == normalise_text(b.content):
         return True
     return similarity is not None and similarity >= NEAR_DUPLICATE
+
+
+@lru_cache(maxsize=8192)
+def _numbers(text: str) -> tuple[str, ...]:
+    return tuple(sorted(_NUMBER.findall(text)))
 
 
 def cosine(va: Vector | None, vb: Vector | None) -> float | None:

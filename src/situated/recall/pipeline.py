@@ -234,7 +234,7 @@ def run_recall(
         "tokenizer": counter.name,
         "candidates": [c.record.id for c in candidates],
         "reconstructions": {k: asdict(v) for k, v in recons.items()},
-        "briefing": briefing.to_dict() | {"trace": None},
+        "briefing": replace(briefing, trace=()).to_dict(),
         "rendered": briefing.render(),
     }
     with store.transaction():

@@ -135,3 +135,21 @@ def m002_namespace_utility(db: apsw.Connection) -> None:
         );
         """
     )
+
+
+@migration
+def m003_vector_rows(db: apsw.Connection) -> None:
+    """Vectors by row id in a plain table: sqlite-vec cannot look rows up by a list of ids
+    without scanning, and recall fetches the candidates' vectors several times."""
+    db.execute(
+        "CREATE TABLE vectors (rid INTEGER PRIMARY KEY, content BLOB NOT NULL, "
+        "state BLOB NOT NULL)"
+    )
+    has_vec = db.execute(
+        "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('vec_content', 'vec_state')"
+    ).fetchone()
+    if has_vec and has_vec[0] == 2:
+        db.execute(
+            "INSERT INTO vectors (rid, content, state) SELECT c.rid, c.embedding, s.embedding "
+            "FROM vec_content c JOIN vec_state s ON s.rid = c.rid"
+        )

@@ -88,6 +88,8 @@ class Store:
         self.db.execute("PRAGMA foreign_keys = ON")
         self._migrate()
         self.vectors = SqliteVecIndex(self.db)
+        self._data_version: object = None
+        self._role_key_cache: dict[str, list[str]] = {}
 
     def close(self) -> None:
         self.db.close()
@@ -195,6 +197,7 @@ class Store:
             ),
         )
         rid = int(self.db.last_insert_rowid())
+        self._role_key_cache.pop(sc.tenant, None)
         self.db.execute(
             "INSERT INTO memories_fts (rowid, content, state_text) VALUES (?, ?, ?)",
             (rid, rec.content, st.describe() if st else ""),
@@ -316,13 +319,22 @@ class Store:
 
     # -- eligible reads ---------------------------------------------------------------------
 
+    def _role_keys(self, tenant: str) -> list[str]:
+        """The distinct required-role sets of a tenant, cached until any connection writes."""
+        version = self._one("PRAGMA data_version")
+        if version != self._data_version:
+            self._data_version = version
+            self._role_key_cache.clear()
+        if tenant not in self._role_key_cache:
+            self._role_key_cache[tenant] = [
+                str(r[0]) for r in self._all(
+                    "SELECT DISTINCT role_key FROM memories WHERE tenant = ?", (tenant,)
+                )
+            ]
+        return self._role_key_cache[tenant]
+
     def _where(self, elig: Eligibility, alias: str = "m") -> tuple[str, list[object]]:
-        keys = [
-            r[0]
-            for r in self.db.execute(
-                "SELECT DISTINCT role_key FROM memories WHERE tenant = ?", (elig.principal.tenant,)
-            )
-        ]
+        keys = self._role_keys(elig.principal.tenant)
         return elig.where(elig.allowed_role_keys(keys), alias)
 
     def get(self, memory_id: str, elig: Eligibility) -> MemoryRecord:
@@ -419,10 +431,10 @@ class Store:
 
     def lexical(self, text: str, k: int, elig: Eligibility) -> list[tuple[int, float]]:
         """FTS5 bm25 over eligible rows: (rid, score), best first; score is -bm25 (>0)."""
-        terms = [t for t in re.findall(r"\w+", text.lower()) if len(t) > 1][:32]
+        terms = lexical_terms(text)
         if not terms:
             return []
-        match = " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
+        match = " OR ".join(f'"{t}"' for t in terms)
         where, params = self._where(elig)
         rows = self._all(
             f"""SELECT f.rowid, -bm25(memories_fts) AS score FROM memories_fts f
@@ -596,6 +608,23 @@ class Store:
             "AND m.rid NOT IN (SELECT rid FROM vec_content)"
         )
         return 0 if row is None else int(row[0])
+
+
+_STOPWORDS = frozenset(
+    "a an and are as at be but by can do does for from had has have he her his how i if in into "
+    "is it its me my no not of on or our she so than that the their them then there these they "
+    "this to too up us was we were what when where which who why will with would you your".split()
+)
+MAX_LEXICAL_TERMS = 8
+
+
+def lexical_terms(text: str) -> list[str]:
+    """The query words worth a full-text search: no stopwords, the longest few (longer words
+    are rarer, and every extra OR term makes FTS5 score more documents)."""
+    words = dict.fromkeys(
+        w for w in re.findall(r"\w+", text.lower()) if len(w) > 1 and w not in _STOPWORDS
+    )
+    return sorted(words, key=len, reverse=True)[:MAX_LEXICAL_TERMS]
 
 
 def _utility_namespace(data: dict[str, Any]) -> str:

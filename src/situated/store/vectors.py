@@ -93,6 +93,10 @@ class SqliteVecIndex:
                     VALUES (?,?,?,?,?,?,?,?,?,?)""",
                 (rid, *_meta_tuple(meta), _blob(vectors[f])),
             )
+        self.db.execute(
+            "INSERT INTO vectors (rid, content, state) VALUES (?, ?, ?)",
+            (rid, _blob(vectors["content"]), _blob(vectors["state"])),
+        )
 
     def update_meta(self, rid: int, meta: VectorMeta) -> None:
         if self.dim is None:
@@ -110,6 +114,7 @@ class SqliteVecIndex:
             return
         for f in FIELDS:
             self.db.execute(f"DELETE FROM vec_{f} WHERE rid = ?", (rid,))
+        self.db.execute("DELETE FROM vectors WHERE rid = ?", (rid,))
 
     def search(
         self, field: str, query: Vector, k: int, where: str, params: Sequence[object]
@@ -129,9 +134,11 @@ class SqliteVecIndex:
     def vectors(self, field: str, rids: Sequence[int]) -> dict[int, Vector]:
         if self.dim is None or not rids:
             return {}
+        if field not in FIELDS:
+            return {}
         marks = ",".join("?" * len(rids))
         rows: list[Any] = self.db.execute(
-            f"SELECT rid, embedding FROM vec_{field} WHERE rid IN ({marks})", tuple(rids)
+            f"SELECT rid, {field} FROM vectors WHERE rid IN ({marks})", tuple(rids)
         ).fetchall()
         return {int(r): np.frombuffer(b, dtype=np.float32) for r, b in rows}
 
