@@ -71,22 +71,26 @@ def collapse(
 
     `key[i]` is the rid of `items[i]`; records and vectors are looked up by rid.
     """
-    order = sorted(range(len(items)), key=lambda i: evidence_rank(record_of[key[i]]))
+    n = len(items)
+    order = sorted(range(n), key=lambda i: evidence_rank(record_of[key[i]]))
+    norm = [normalise_text(record_of[key[i]].content) for i in range(n)]
+    have = [key[i] in vector_of for i in range(n)]
+    sims = np.zeros((n, n), dtype=np.float32)
+    if any(have):
+        dim = next(vector_of[key[i]] for i in range(n) if have[i]).shape[0]
+        mat = np.stack([vector_of[key[i]] if have[i] else np.zeros(dim, np.float32)
+                        for i in range(n)])
+        sims = mat @ mat.T
     kept: list[int] = []
     dropped: list[tuple[int, int]] = []
     for i in order:
-        ri = key[i]
-        twin = next(
-            (
-                j
-                for j in kept
-                if near_duplicate(
-                    record_of[ri], record_of[key[j]],
-                    cosine(vector_of.get(ri), vector_of.get(key[j])),
-                )
-            ),
-            None,
-        )
+        twin = None
+        for j in kept:
+            sim = float(sims[i, j]) if have[i] and have[j] else None
+            close = (sim is not None and sim >= NEAR_DUPLICATE) or norm[i] == norm[j]
+            if close and near_duplicate(record_of[key[i]], record_of[key[j]], sim):
+                twin = j
+                break
         if twin is None:
             kept.append(i)
         else:

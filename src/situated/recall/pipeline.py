@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from situated.embed.base import Embedder
 from situated.errors import ModelError
@@ -233,7 +234,7 @@ def run_recall(
         "reconstructor": f"{reconstructor.name}@{reconstructor.version}",
         "tokenizer": counter.name,
         "candidates": [c.record.id for c in candidates],
-        "reconstructions": {k: asdict(v) for k, v in recons.items()},
+        "reconstructions": {k: reconstruction_json(v) for k, v in recons.items()},
         "briefing": replace(briefing, trace=()).to_dict(),
         "rendered": briefing.render(),
     }
@@ -267,6 +268,20 @@ def _reconstruct(
             recon,
             provenance=recon.provenance | {"fallback_from": reconstructor.name, "error": str(exc)},
         )
+
+
+def reconstruction_json(r: Reconstruction) -> dict[str, Any]:
+    """The artifact as stored in the recall record (a shallow, explicit conversion)."""
+    return {
+        "memory_id": r.memory_id, "verdict": r.verdict.value, "confidence": r.confidence,
+        "guidance": r.guidance,
+        "transferable": [[c.text, c.reason, c.detail] for c in r.transferable],
+        "rejected": [[c.text, c.reason, c.detail] for c in r.rejected],
+        "matched": list(r.matched), "mismatched": list(r.mismatched), "unknown": list(r.unknown),
+        "missing_facts": list(r.missing_facts), "adaptations": list(r.adaptations),
+        "reason": r.reason.value if r.reason else None, "detail": r.detail,
+        "provenance": r.provenance,
+    }
 
 
 def render_line(recon: Reconstruction, record: MemoryRecord) -> str:

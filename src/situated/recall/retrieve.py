@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from situated.embed.base import Vector
-from situated.models import Kind, MemoryRecord
+from situated.models import MemoryRecord
 from situated.recall.eligible import Eligibility
 from situated.store.sqlite import Store
 
@@ -43,19 +43,19 @@ def retrieve(
         "content": content, "state": state, "lexical": lexical
     }
     union = list(dict.fromkeys(rid for ranked in rankings.values() for rid, _ in ranked))
-    records = store.by_rids(union, elig)  # eligibility applied again on the record table
+    bound = store.situational(union, elig)  # eligibility applied again on the record table
     fused: dict[int, float] = {}
     ranks: dict[int, dict[str, int]] = {}
     for name, ranked in rankings.items():
         pos = 0
         for rid, _ in ranked:
-            rec = records.get(rid)
-            if rec is None or (name == "state" and not situational(rec)):
+            if rid not in bound or (name == "state" and not bound[rid]):
                 continue  # a fact's or note's source state is provenance, not the situation
             fused[rid] = fused.get(rid, 0.0) + 1.0 / (RRF_K + pos + 1)
             ranks.setdefault(rid, {})[name] = pos + 1
             pos += 1
     top = sorted(fused, key=lambda r: -fused[r])[:k]
+    records = store.by_rids(top, elig)
     sims = _similarities(store, query, top, dict(content), dict(state))
     lex: dict[int, float] = dict(lexical)
     best = max(fused.values(), default=1.0)
@@ -78,13 +78,6 @@ def retrieve(
             )
         )
     return out
-
-
-def situational(rec: MemoryRecord) -> bool:
-    """Lessons are bound to the situation they came from; facts, preferences and notes are not."""
-    return rec.kind is Kind.LESSON and rec.source.state is not None and not (
-        rec.source.state.is_empty
-    )
 
 
 def _similarities(

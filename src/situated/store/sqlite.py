@@ -358,6 +358,18 @@ class Store:
         )
         return {int(r[0]): _record(r) for r in rows}
 
+    def situational(self, rids: Sequence[int], elig: Eligibility) -> dict[int, bool]:
+        """For each eligible rid: is it a lesson with a known source state (situation-bound)?"""
+        if not rids:
+            return {}
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT m.rid, m.kind = 'lesson' AND NOT m.state_unknown FROM memories m "
+            f"WHERE m.rid IN ({','.join('?' * len(rids))}) AND {where}",
+            (*rids, *params),
+        )
+        return {int(r): bool(flag) for r, flag in rows}
+
     def page(self, elig: Eligibility, limit: int = 100, offset: int = 0) -> list[MemoryRecord]:
         where, params = self._where(elig)
         rows = self._all(
@@ -633,20 +645,24 @@ def _utility_namespace(data: dict[str, Any]) -> str:
 
 
 def _record(row: Sequence[Any]) -> MemoryRecord:
+    """A stored row as a record. Rows were validated when written, so the models are built
+    with `model_construct` (no re-validation on the recall path)."""
     d = dict(zip(_COLUMNS, row, strict=True))
     state = None
     if d["state_text"] is not None or d["state_facts"] is not None:
-        state = State(d["state_text"] or "", json.loads(d["state_facts"] or "{}"))
+        state = State.model_construct(
+            text=d["state_text"] or "", facts=json.loads(d["state_facts"] or "{}")
+        )
     success = None if d["success"] is None else bool(d["success"])
-    return MemoryRecord(
+    return MemoryRecord.model_construct(
         id=d["id"],
         content=d["content"],
         kind=Kind(d["kind"]),
-        source=Source(
+        source=Source.model_construct(
             state=state,
             state_unknown=bool(d["state_unknown"]),
             action=d["action"],
-            outcome=Outcome(success=success, reward=d["reward"]),
+            outcome=Outcome.model_construct(success=success, reward=d["reward"]),
             episode_id=d["episode_id"],
             step=d["step"],
             evidence=tuple(json.loads(d["evidence"])),
@@ -656,7 +672,7 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
         attribute=d["attribute"],
         value=json.loads(d["value"]) if d["value"] is not None else None,
         multi_valued=bool(d["multi_valued"]),
-        scope=Scope(
+        scope=Scope.model_construct(
             tenant=d["tenant"],
             namespace=d["namespace"],
             roles=frozenset(json.loads(d["roles"])),
@@ -664,7 +680,7 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
             consent=d["consent"],
         ),
         authority=Authority(d["authority"]),
-        validity=Validity(
+        validity=Validity.model_construct(
             valid_from=d["valid_from"], valid_until=d["valid_until"], recorded_at=d["recorded_at"]
         ),
         state=LifecycleState(d["state"]),
