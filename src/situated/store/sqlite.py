@@ -627,7 +627,7 @@ _STOPWORDS = frozenset(
     "is it its me my no not of on or our she so than that the their them then there these they "
     "this to too up us was we were what when where which who why will with would you your".split()
 )
-MAX_LEXICAL_TERMS = 8
+MAX_LEXICAL_TERMS = 4
 
 
 def lexical_terms(text: str) -> list[str]:
