@@ -37,6 +37,11 @@ class TokenCounter:
             self._tok = None
 
     def count(self, text: str) -> int:
+        """Tokens in `text` (cached: the same guidance lines recur across recalls)."""
+        return self._count(text)
+
+    @lru_cache(maxsize=16384)  # noqa: B019 - one process-wide counter, never collected
+    def _count(self, text: str) -> int:
         if self._tok is not None:
             return len(self._tok.encode(text, add_special_tokens=False).ids)  # type: ignore[attr-defined]
         return estimate_tokens(text)

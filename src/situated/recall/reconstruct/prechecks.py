@@ -6,6 +6,7 @@ Each returns a finished `Reconstruction` when it settles the candidate, or None 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 from situated.conditions import ConditionResult, Truth, evaluate, parse_condition
 from situated.errors import ConditionSyntaxError
@@ -69,14 +70,26 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
 def evaluate_conditions(
     conditions: tuple[str, ...], facts: Mapping[str, FactValue]
 ) -> list[ConditionResult]:
+    """Each parseable condition evaluated on `facts` (cached per conditions and facts: the
+    pre-checks and the reconstructor ask the same question in one recall)."""
+    if not conditions:
+        return []
+    return list(_evaluate(conditions, tuple(sorted(facts.items(), key=lambda kv: kv[0]))))
+
+
+@lru_cache(maxsize=4096)
+def _evaluate(
+    conditions: tuple[str, ...], facts: tuple[tuple[str, FactValue], ...]
+) -> tuple[ConditionResult, ...]:
+    present = dict(facts)
     out = []
     for text in conditions:
         try:
             cond = parse_condition(text)
         except ConditionSyntaxError:
             continue  # validated at write; an old unparsable row is skipped, not trusted
-        out.append(evaluate(cond, facts))
-    return out
+        out.append(evaluate(cond, present))
+    return tuple(out)
 
 
 def _texts(results: list[ConditionResult], truth: Truth) -> tuple[str, ...]:
