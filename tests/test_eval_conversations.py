@@ -200,6 +200,8 @@ def test_locomo_quick(tmp_path: Path) -> None:
     result = run_locomo(True, tmp_path, console, embedder="hash")
     written = json.loads((tmp_path / "locomo.json").read_text())
     assert written["results"] == json.loads(json.dumps(result["results"]))
+    png = tmp_path / "locomo-recall.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     data = result["data"]
     assert data["conversations"] == 2 and data["questions"] == 10
     assert data["turns"] == 419 + 369  # conv-26 and conv-30
@@ -232,6 +234,7 @@ def test_longmemeval_quick(tmp_path: Path) -> None:
     console, buf = _console()
     result = run_longmemeval(True, tmp_path, console, embedder="hash", source_state="unknown")
     assert (tmp_path / "longmemeval-state-unknown.json").is_file()
+    assert (tmp_path / "longmemeval-state-unknown-recall.png").stat().st_size > 1000
     data = result["data"]
     assert data["questions"] == 5 and data["multi_session_haystacks"] == 1
     assert data["sessions"] > 5

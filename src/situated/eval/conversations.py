@@ -711,6 +711,44 @@ def _june_version() -> str | None:
         return None
 
 
+def plot_recall(out_dir: Path, name: str, result: dict[str, Any], unit: str) -> Path | None:
+    """A PNG of recall@1/5/10 per arm and slice (matplotlib, Agg); None if matplotlib is
+    missing. One panel per scope (LoCoMo: conversation; LongMemEval: haystack, shared)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    scopes = result["results"]
+    arms = ["similarity", "hybrid", "pipeline"]
+    fig, axes = plt.subplots(
+        len(scopes), 1, figsize=(12, 3.6 * len(scopes)), squeeze=False
+    )
+    for ax, (scope, by_arm) in zip(axes[:, 0], scopes.items(), strict=True):
+        slices = list(by_arm[arms[0]].keys())
+        width = 0.8 / (len(arms) * 3)
+        for a, arm in enumerate(arms):
+            for j, k in enumerate((1, 5, 10)):
+                xs = [i + (a * 3 + j) * width for i in range(len(slices))]
+                ys = [by_arm[arm][sl].get(f"{unit}_recall@{k}", 0.0) for sl in slices]
+                ax.bar(xs, ys, width, label=f"{arm} R@{k}", color=f"C{a}",
+                       alpha=0.45 + 0.25 * j)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(slices))])
+        ax.set_xticklabels(slices, fontsize=8)
+        ax.set_ylim(0, 1)
+        ax.set_ylabel(f"{unit} recall@k")
+        ax.set_title(f"{name}: {scope}")
+    axes[0, 0].legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name.lower()}-recall.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def _write(out_dir: Path, name: str, result: dict[str, Any]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / name
@@ -793,6 +831,7 @@ def run_locomo(
         "questions": scored.rows,
     }
     path = _write(out_dir, f"locomo{_suffix(mode)}.json", result)
+    plot_recall(out_dir, f"LoCoMo{_suffix(mode)}", result, "turn")
     label = f"{config['embedder']}, source state {mode}"
     console.print(ingest_table(f"LoCoMo ingest through Memory.add ({label})", result["ingest"]))
     console.print(results_table(
@@ -881,6 +920,7 @@ def run_longmemeval(
         "questions": haystack.rows + shared.rows,
     }
     path = _write(out_dir, f"longmemeval{_suffix(mode)}.json", result)
+    plot_recall(out_dir, f"LongMemEval{_suffix(mode)}", result, "session")
     label = f"{config['embedder']}, source state {mode}"
     console.print(ingest_table(f"LongMemEval ingest through Memory.add ({label})",
                                result["ingest"]))
