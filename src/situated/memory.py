@@ -259,8 +259,9 @@ class Memory:
                 # proposal into a broader twin would escape a later revocation
                 twin = next(
                     (t for t in (self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint),
-                                 *(t for t, _ in near(rec) if t.state is LifecycleState.ACTIVE))
-                     if t is not None and t.scope == rec.scope),
+                                 *(t for t, _ in near(rec)))
+                     if t is not None and t.scope == rec.scope
+                     and t.state in (LifecycleState.ACTIVE, LifecycleState.PROPOSED)),
                     None,
                 )
             elif report.held:
@@ -402,6 +403,10 @@ class Memory:
         ):
             if old.id == rec.id or old.state is LifecycleState.INVALIDATED or old.multi_valued:
                 continue
+            if (old.scope.roles, old.scope.classification) != (
+                rec.scope.roles, rec.scope.classification
+            ):
+                continue  # a writer never invalidates a fact scoped for other readers
             if old.validity.valid_from > rec.validity.valid_from:
                 # the incoming value is older in world time: it held until the stored one began
                 self._supersede(rec, old, actor, "a newer value was already recorded")
@@ -426,9 +431,12 @@ class Memory:
     ) -> None:
         """Close `old`'s validity when `new` begins (or at `at`), link both, log the event."""
         end = max(new.validity.valid_from if at is None else at, old.validity.valid_from + 1e-6)
-        self.store.set_validity_end(old.id, min(end, old.validity.valid_until))
+        end = min(end, old.validity.valid_until)
+        self.store.set_validity_end(old.id, end)
         self.store.link_supersession(old.id, new.id)
-        self.store.append_event(old.id, EventType.SUPERSEDED, actor, reason, {"by": new.id})
+        self.store.append_event(
+            old.id, EventType.SUPERSEDED, actor, reason, {"by": new.id, "valid_until": end}
+        )
 
     def promote(
         self, memory_id: str, *, reviewer: Principal, reason: str = "approved"
@@ -529,12 +537,12 @@ class Memory:
         _require_admin(principal)
         if not consent or not reason:
             raise InvalidInput("consent", "a consent reference and a reason are required")
-        rows = self.store._all(
-            "SELECT id FROM memories WHERE tenant = ? AND consent = ? AND state NOT IN "
-            "('REVOKED', 'ERASED')",
-            (principal.tenant, consent),
-        )
-        with self.store.transaction():
+        with self.store.transaction():  # select inside: no concurrent write slips past
+            rows = self.store._all(
+                "SELECT id FROM memories WHERE tenant = ? AND consent = ? AND state NOT IN "
+                "('REVOKED', 'ERASED')",
+                (principal.tenant, consent),
+            )
             for (mid,) in rows:
                 self.store.append_event(
                     mid, EventType.REVOKED, principal.name, reason, {"consent": consent}
@@ -554,17 +562,12 @@ class Memory:
             all_roles=True,
         )
         rec = self.store.get(memory_id, elig)
-        secrets = {rec.content}
         with self.store.transaction():
             for rid, payload in self.store._all(
                 "SELECT id, payload FROM recalls WHERE tenant = ? AND payload LIKE ?",
                 (principal.tenant, f"%{memory_id}%"),
             ):
-                data = json.loads(payload)
-                recon = data.get("reconstructions", {}).get(memory_id)
-                if recon and recon.get("guidance"):
-                    secrets.add(recon["guidance"])
-                scrubbed = _scrub(data, secrets)
+                scrubbed = _scrub_recall(json.loads(payload), memory_id, rec)
                 self.store.db.execute(
                     "UPDATE recalls SET payload = ? WHERE id = ?", (json.dumps(scrubbed), rid)
                 )
@@ -729,6 +732,9 @@ class Memory:
             return None
         if rec.validity.valid_until <= utcnow():
             return None  # already closed
+        if rec.state not in (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE,
+                             LifecycleState.INVALIDATED):
+            return None  # revoked, rejected or erased memories stay as they are
         for other in reversed(self.store.same_key(
             rec.scope.tenant, rec.scope.namespace, rec.entity, rec.attribute
         )):
@@ -872,11 +878,30 @@ def _require_admin(principal: Principal) -> None:
         raise PermissionDenied("this operation needs the 'admin' role")
 
 
+def _scrub_recall(data: dict[str, Any], memory_id: str, rec: MemoryRecord) -> dict[str, Any]:
+    """A recall payload without anything an erased memory contributed: its reconstruction,
+    its briefing entries, and its text wherever the rendered output quoted it."""
+    recon = data.get("reconstructions", {}).pop(memory_id, None) or {}
+    texts = {rec.content, recon.get("guidance") or ""}
+    texts |= {c[0] for c in recon.get("transferable", []) + recon.get("rejected", []) if c}
+    if rec.source.state is not None:
+        texts |= {rec.source.state.text, rec.source.state.describe()}
+    briefing = data.get("briefing") or {}
+    for key in ("items", "rejected"):
+        entries = briefing.get(key) or []
+        for entry in entries:
+            if entry.get("memory_id") == memory_id:
+                texts |= {entry.get("text") or "", entry.get("source_state") or ""}
+        briefing[key] = [e for e in entries if e.get("memory_id") != memory_id]
+    scrubbed: dict[str, Any] = _scrub(data, {t for t in texts if t and len(t) > 3})
+    return scrubbed
+
+
 def _scrub(value: Any, secrets: set[str]) -> Any:
     """Replace erased text wherever it appears inside a recall payload."""
     if isinstance(value, str):
-        for secret in secrets:
-            if secret and secret in value:
+        for secret in sorted(secrets, key=len, reverse=True):
+            if secret in value:
                 value = value.replace(secret, "[erased]")
         return value
     if isinstance(value, list):

@@ -58,6 +58,10 @@ class LedgerEvent:
         return from_epoch(self.at)
 
 
+FINAL_STATES = frozenset({LifecycleState.REJECTED, LifecycleState.REVOKED, LifecycleState.ERASED})
+"""States no later event can leave (only erasure may still follow, to remove content)."""
+
+
 @dataclass(frozen=True)
 class Folded:
     """A memory's lifecycle state and counters as implied by its events."""
@@ -71,6 +75,8 @@ def fold(current: Folded | None, event: EventType, data: dict[str, Any]) -> Fold
     if current is None:
         current = Folded(LifecycleState.PROPOSED, Counters())
     state, c = current.state, current.counters
+    if state in FINAL_STATES and event not in (EventType.FEEDBACK, EventType.ERASED):
+        return current  # rejected, revoked and erased memories never come back
     if event is EventType.PROPOSED:
         return Folded(LifecycleState.PROPOSED, Counters())
     if event is EventType.PROMOTED:

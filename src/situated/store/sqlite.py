@@ -159,8 +159,6 @@ class Store:
             raise EmbedderMismatch(
                 f"this store holds vectors of {row[0]}; refusing to mix in {model_ref}"
             )
-        if self.vectors.dim is None:
-            self.vectors = SqliteVecIndex(self.db)
 
     def embedder_ref(self) -> str | None:
         row = self._one("SELECT value FROM meta WHERE key = 'embedder'")
@@ -278,7 +276,7 @@ class Store:
         self.db.execute(
             "UPDATE memories SET content = '', state_text = NULL, state_facts = NULL, "
             "action = NULL, evidence = '[]', conditions = '[]', value = 'null', "
-            "entity = NULL, attribute = NULL WHERE rid = ?",
+            "entity = NULL, attribute = NULL, fingerprint = 'erased:' || id WHERE rid = ?",
             (rid,),
         )
         self.db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
@@ -612,14 +610,21 @@ class Store:
         return "no result" if row is None else str(row[0])
 
     def orphans(self) -> int:
-        """Recallable memories that lack a vector (must be zero)."""
-        if self.vectors.dim is None:
+        """Memories whose vectors are missing or whose index metadata disagrees with the record
+        (must be zero: the vector scan applies the gates from that metadata)."""
+        if self.vectors.dim is None and not self._one(
+            "SELECT 1 FROM meta WHERE key = 'vector_dim'"
+        ):
             return 0
-        row = self._one(
+        missing = self._one(
             "SELECT COUNT(*) FROM memories m WHERE m.state != 'ERASED' "
             "AND m.rid NOT IN (SELECT rid FROM vec_content)"
         )
-        return 0 if row is None else int(row[0])
+        stale = self._one(
+            "SELECT COUNT(*) FROM memories m JOIN vec_content v ON v.rid = m.rid "
+            "WHERE v.state != m.state OR v.valid_until != m.valid_until"
+        )
+        return sum(int(r[0]) for r in (missing, stale) if r is not None)
 
 
 _STOPWORDS = frozenset(

@@ -65,12 +65,21 @@ class SqliteVecIndex:
     def __init__(self, db: apsw.Connection) -> None:
         self.db = db
         self.dim: int | None = None
-        row: Any = db.execute("SELECT value FROM meta WHERE key = 'vector_dim'").fetchone()
-        if row:
-            self.dim = int(row[0])
+        self._ready()
+
+    def _ready(self) -> bool:
+        """Whether the vector tables exist (re-read while unknown: another process may have
+        created them after this connection opened)."""
+        if self.dim is None:
+            row: Any = self.db.execute(
+                "SELECT value FROM meta WHERE key = 'vector_dim'"
+            ).fetchone()
+            if row:
+                self.dim = int(row[0])
+        return self.dim is not None
 
     def ensure(self, dim: int) -> None:
-        if self.dim is not None:
+        if self._ready():
             return
         for f in FIELDS:
             self.db.execute(
@@ -99,7 +108,7 @@ class SqliteVecIndex:
         )
 
     def update_meta(self, rid: int, meta: VectorMeta) -> None:
-        if self.dim is None:
+        if not self._ready():
             return
         for f in FIELDS:
             self.db.execute(
@@ -110,7 +119,7 @@ class SqliteVecIndex:
             )
 
     def remove(self, rid: int) -> None:
-        if self.dim is None:
+        if not self._ready():
             return
         for f in FIELDS:
             self.db.execute(f"DELETE FROM vec_{f} WHERE rid = ?", (rid,))
@@ -120,7 +129,7 @@ class SqliteVecIndex:
         self, field: str, query: Vector, k: int, where: str, params: Sequence[object]
     ) -> list[tuple[int, float]]:
         """The k nearest eligible rows as (rid, cosine similarity), best first."""
-        if self.dim is None or field not in FIELDS:
+        if not self._ready() or field not in FIELDS:
             return []
         k = max(1, min(k, MAX_K))
         rows: list[Any] = self.db.execute(
@@ -132,7 +141,7 @@ class SqliteVecIndex:
         return [(int(rid), 1.0 - float(dist)) for rid, dist in rows]
 
     def vectors(self, field: str, rids: Sequence[int]) -> dict[int, Vector]:
-        if self.dim is None or not rids:
+        if not rids or not self._ready():
             return {}
         if field not in FIELDS:
             return {}

@@ -74,14 +74,16 @@ def evaluate_conditions(
     pre-checks and the reconstructor ask the same question in one recall)."""
     if not conditions:
         return []
-    return list(_evaluate(conditions, tuple(sorted(facts.items(), key=lambda kv: kv[0]))))
+    # the value's type is part of the key: True == 1 and hash alike, but compare differently
+    key = tuple((k, type(v).__name__, v) for k, v in sorted(facts.items(), key=lambda kv: kv[0]))
+    return list(_evaluate(conditions, key))
 
 
 @lru_cache(maxsize=4096)
 def _evaluate(
-    conditions: tuple[str, ...], facts: tuple[tuple[str, FactValue], ...]
+    conditions: tuple[str, ...], facts: tuple[tuple[str, str, FactValue], ...]
 ) -> tuple[ConditionResult, ...]:
-    present = dict(facts)
+    present = {k: v for k, _, v in facts}
     out = []
     for text in conditions:
         try:
