@@ -57,13 +57,49 @@ from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
 from situated.store.ledger import Credit, EventType, LedgerEvent, replay
 from situated.store.sqlite import RebuildReport, Store
 from situated.write.distill import Distiller, RulesDistiller, Trajectory
-from situated.write.gates import DEFAULT_GATES, Gate, GateContext, WritePolicy, run_gates
+from situated.write.gates import (
+    DEFAULT_GATES,
+    Gate,
+    GateContext,
+    GateReport,
+    WritePolicy,
+    run_gates,
+)
 from situated.write.promotion import AutoPromote, PromotionPolicy
 
 TimeLike = datetime | float | int | str | None
 _ADDITIONAL = re.compile(r"\b(also|another|additional(ly)?|as well|in addition|too)\b", re.I)
 MAX_K = 100
 MAX_BUDGET_TOKENS = 32_000
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A proposal after the gates, ready to be committed."""
+
+    record: MemoryRecord
+    report: GateReport
+    vectors: dict[str, Vector]
+    near: list[tuple[MemoryRecord, float]]
+    actor: str
+    reason: str
+    data: dict[str, Any]
+
+
+_ADD_DEFAULTS: dict[str, Any] = {
+    "kind": Kind.LESSON, "namespace": "default", "state": None, "action": None,
+    "success": None, "reward": None, "episode_id": None, "step": None, "evidence": (),
+    "conditions": (), "entity": None, "attribute": None, "value": None, "multi_valued": False,
+    "roles": (), "classification": Classification.INTERNAL, "consent": None,
+    "authority": Authority.INFERRED, "valid_from": None, "valid_until": None,
+    "policy_version": None,
+}
+_ADD_FIELDS = {"content", "source_classification", *_ADD_DEFAULTS}
+
+
+def _build_args(kw: dict[str, Any]) -> dict[str, Any]:
+    """`add` keyword arguments with their defaults, for `Memory._build`."""
+    return {"content": kw["content"]} | {k: kw.get(k, v) for k, v in _ADD_DEFAULTS.items()}
 
 
 @dataclass(frozen=True)
@@ -219,24 +255,38 @@ class Memory:
         trace: dict[str, Any] | None = None,
     ) -> MemoryRecord:
         """Gates, dedupe, insert, then promotion: the one write path for durable memory."""
+        self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
+        prepared = self._prepare(rec, principal, source_classification, reason, trace, {})
+        with self.store.transaction():
+            return self._commit(prepared)
+
+    def _prepare(
+        self,
+        rec: MemoryRecord,
+        principal: Principal,
+        source_classification: Classification | str | None,
+        reason: str,
+        trace: dict[str, Any] | None,
+        vectors: dict[str, Vector],
+    ) -> _Prepared:
+        """Everything before the transaction: gates (with redaction), fingerprint, vectors
+        (`vectors` caches embeddings by text, so a batch can embed once)."""
         src_cls = None
         if source_classification is not None:
             src_cls = validate_input(
                 "", lambda: Scope(tenant="t", classification=source_classification)  # type: ignore[arg-type]
             ).classification
-        self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
-        vectors: dict[str, Vector] = {}
 
-        def content_vector(r: MemoryRecord) -> Vector:
-            if r.content not in vectors:
-                vectors[r.content] = self.embedder.embed_one(r.content)
-            return vectors[r.content]
+        def vector(text: str) -> Vector:
+            if text not in vectors:
+                vectors[text] = self.embedder.embed_one(text)
+            return vectors[text]
 
         found: dict[str, list[tuple[MemoryRecord, float]]] = {}
 
         def near(r: MemoryRecord) -> list[tuple[MemoryRecord, float]]:
             if r.content not in found:  # searched once, by the gate and the merge alike
-                found[r.content] = self._near_duplicates(r, content_vector(r))
+                found[r.content] = self._near_duplicates(r, vector(r.content))
             return found[r.content]
 
         ctx = GateContext(self.write_policy(rec.scope.namespace), src_cls, near)
@@ -246,50 +296,103 @@ class Memory:
                 rec.scope.tenant, rec.scope.namespace, rec.kind, report.record.content)}
         )
         src_text = rec.source.state.describe() if rec.source.state else ""
-        content_vec = content_vector(rec)
-        state_vec = self.embedder.embed_one(src_text) if src_text else content_vec
-        actor = principal.name
-        data: dict[str, Any] = {"gates": report.to_data()} | (trace or {})
-        with self.store.transaction():
-            twin = None
-            if not report.held and not report.rejected:
-                # a restatement strengthens the existing memory instead of adding a copy; a
-                # held proposal (e.g. the return of a retired lesson) is kept for review
-                # only within the same scope: folding a consent-bound or role-restricted
-                # proposal into a broader twin would escape a later revocation
-                twin = next(
-                    (t for t in (self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint),
-                                 *(t for t, _ in near(rec)))
-                     if t is not None and t.scope == rec.scope
-                     and t.state in (LifecycleState.ACTIVE, LifecycleState.PROPOSED)),
-                    None,
-                )
-            elif report.held:
-                same = self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint)
-                if same is not None and same.state is LifecycleState.PROPOSED:
-                    twin = same  # the same text already waits for review
-            if twin is not None:
-                self.store.append_event(
-                    twin.id, EventType.REINFORCED, actor, "duplicate proposed again",
-                    {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id,
-                     "fingerprint": rec.fingerprint},
-                )
-                return self.store.content_of(twin.id)
-            self.store.insert(
-                rec, {"content": content_vec, "state": state_vec}, actor, reason, data
+        content_vec = vector(rec.content)
+        state_vec = vector(src_text) if src_text else content_vec
+        near_twins = near(rec) if not report.held and not report.rejected else []
+        return _Prepared(
+            rec, report, {"content": content_vec, "state": state_vec}, near_twins,
+            principal.name, reason, {"gates": report.to_data()} | (trace or {}),
+        )
+
+    def _commit(self, p: _Prepared) -> MemoryRecord:
+        """Inside a transaction: reinforce a twin, or insert and promote/hold/reject."""
+        rec, report, actor = p.record, p.report, p.actor
+        twin = None
+        if not report.held and not report.rejected:
+            # a restatement strengthens the existing memory instead of adding a copy; a held
+            # proposal (e.g. the return of a retired lesson) is kept for review; only within
+            # the same scope: folding a consent-bound or role-restricted proposal into a
+            # broader twin would escape a later revocation
+            twin = next(
+                (t for t in (self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint),
+                             *(t for t, _ in p.near))
+                 if t is not None and t.scope == rec.scope
+                 and t.state in (LifecycleState.ACTIVE, LifecycleState.PROPOSED)),
+                None,
             )
-            if report.rejected:
-                self.store.append_event(
-                    rec.id, EventType.REJECTED, "gates", "; ".join(report.reasons())
-                )
-            elif report.held:
-                pass  # stays PROPOSED; the proposed event carries the gate reasons
-            else:
-                decision = self.promotion.decide(rec)
-                if decision.promote:
-                    self.store.append_event(rec.id, EventType.PROMOTED, actor, decision.reason)
-                    self._supersede_same_key(rec, actor)
-            return self.store.content_of(rec.id)
+        elif report.held:
+            same = self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint)
+            if same is not None and same.state is LifecycleState.PROPOSED:
+                twin = same  # the same text already waits for review
+        if twin is not None:
+            self.store.append_event(
+                twin.id, EventType.REINFORCED, actor, "duplicate proposed again",
+                {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id,
+                 "fingerprint": rec.fingerprint},
+            )
+            return self.store.content_of(twin.id)
+        self.store.insert(rec, p.vectors, actor, p.reason, p.data)
+        if report.rejected:
+            self.store.append_event(
+                rec.id, EventType.REJECTED, "gates", "; ".join(report.reasons())
+            )
+        elif not report.held:  # a held proposal stays PROPOSED; its event carries the reasons
+            decision = self.promotion.decide(rec)
+            if decision.promote:
+                self.store.append_event(rec.id, EventType.PROMOTED, actor, decision.reason)
+                self._supersede_same_key(rec, actor)
+        return self.store.content_of(rec.id)
+
+    def add_many(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        principal: Principal,
+        batch_size: int = 500,
+    ) -> builtins.list[MemoryRecord]:
+        """Propose many memories: each item holds the keyword arguments of `add`.
+
+        Every item is validated before anything is written (an error names the item's index
+        and field); texts are embedded in batches; each batch of `batch_size` is one
+        transaction. The gates, dedupe and promotion are those of `add`. Near-duplicates
+        within one batch are not merged (exact duplicates are).
+
+        Returns:
+            The stored records, in input order.
+        """
+        if not 1 <= batch_size <= 10_000:
+            raise InvalidInput("batch_size", "must be from 1 to 10000")
+        records: builtins.list[tuple[MemoryRecord, Any]] = []
+        for n, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise InvalidInput(f"items[{n}]", "must be a mapping of add() arguments")
+            kw = dict(item)
+            unknown = set(kw) - _ADD_FIELDS
+            if unknown:
+                raise InvalidInput(f"items[{n}]", f"unknown fields: {', '.join(sorted(unknown))}")
+            if "content" not in kw:
+                raise InvalidInput(f"items[{n}].content", "is required")
+            source_cls = kw.pop("source_classification", None)
+            try:
+                rec = self._build(principal=principal, **_build_args(kw))
+            except InvalidInput as exc:
+                raise InvalidInput(f"items[{n}].{exc.field}", exc.message) from None
+            records.append((rec, source_cls))
+        self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
+        texts = list(dict.fromkeys(
+            t for rec, _ in records
+            for t in (rec.content, rec.source.state.describe() if rec.source.state else "") if t
+        ))
+        vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
+        out: builtins.list[MemoryRecord] = []
+        for start in range(0, len(records), batch_size):
+            chunk = [
+                self._prepare(rec, principal, cls, "proposed via add_many", None, vectors)
+                for rec, cls in records[start : start + batch_size]
+            ]
+            with self.store.transaction():
+                out.extend(self._commit(p) for p in chunk)
+        return out
 
     def _near_duplicates(
         self, rec: MemoryRecord, vec: Vector
