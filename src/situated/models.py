@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -147,6 +149,29 @@ def _check_name(value: str, what: str) -> str:
     return value
 
 
+def _role_set(value: Any) -> frozenset[str]:
+    if isinstance(value, str):
+        value = [value]
+    try:
+        items = list(value)
+    except TypeError:
+        raise ValueError("roles must be a role name or a collection of role names") from None
+    return frozenset(_check_name(str(r), "role") for r in items)
+
+
+def _level(value: Any) -> Classification:
+    level: Classification = _parse_enum(Classification, value, "classification")
+    return level
+
+
+Name = Annotated[str, AfterValidator(lambda v: _check_name(v, "name"))]
+"""A tenant, namespace or actor name: 1-200 printable characters, stripped."""
+RoleSet = Annotated[frozenset[str], BeforeValidator(_role_set)]
+"""Role names, given as one name or a collection."""
+Level = Annotated[Classification, BeforeValidator(_level)]
+"""A classification, given as the enum, its name or its value."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
 
@@ -236,28 +261,11 @@ class Source(_Frozen):
 class Scope(_Frozen):
     """Who may see a memory."""
 
-    tenant: str
-    namespace: str = "default"
-    roles: frozenset[str] = frozenset()
-    classification: Classification = Classification.INTERNAL
+    tenant: Name
+    namespace: Name = "default"
+    roles: RoleSet = frozenset()
+    classification: Level = Classification.INTERNAL
     consent: str | None = None
-
-    @field_validator("tenant", "namespace")
-    @classmethod
-    def _names(cls, v: str) -> str:
-        return _check_name(v, "name")
-
-    @field_validator("roles", mode="before")
-    @classmethod
-    def _roles(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            v = [v]
-        return frozenset(_check_name(str(r), "role") for r in v)
-
-    @field_validator("classification", mode="before")
-    @classmethod
-    def _cls(cls, v: Any) -> Any:
-        return _parse_enum(Classification, v, "classification")
 
     @field_serializer("classification")
     def _cls_label(self, v: Classification) -> str:
@@ -343,10 +351,10 @@ class Principal(_Frozen):
         name: who acts, recorded as the actor of ledger events.
     """
 
-    tenant: str
-    roles: frozenset[str] = frozenset()
-    clearance: Classification = Classification.INTERNAL
-    name: str = "agent"
+    tenant: Name
+    roles: RoleSet = frozenset()
+    clearance: Level = Classification.INTERNAL
+    name: Name = "agent"
 
     def __init__(
         self,
@@ -363,22 +371,6 @@ class Principal(_Frozen):
         except ValidationError as exc:
             raise _as_invalid("principal", exc) from None
 
-    @field_validator("tenant", "name")
-    @classmethod
-    def _names(cls, v: str) -> str:
-        return _check_name(v, "name")
-
-    @field_validator("roles", mode="before")
-    @classmethod
-    def _roles(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            v = [v]
-        return frozenset(_check_name(str(r), "role") for r in v)
-
-    @field_validator("clearance", mode="before")
-    @classmethod
-    def _clearance(cls, v: Any) -> Any:
-        return _parse_enum(Classification, v, "clearance")
 
 
 def parse_authority(value: Authority | str) -> Authority:
