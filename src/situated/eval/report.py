@@ -50,16 +50,7 @@ def headline_table(result: EvalResult) -> Table:
     ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for arm, s in result.scorecard.overall.items():
-        base = arm == BASELINE
-        t.add_row(
-            arm, _pct(s.success), "-" if base else _pp(s.lift),
-            "-" if base else _pct(s.negative_transfer),
-            "-" if base else s.false_acceptance.fmt(), "-" if base else s.false_rejection.fmt(),
-            "-" if base else f"{s.poisoned_served.num}/{s.poisoned_served.den}",
-            "-" if base else str(s.leaks), "-" if base else str(s.stale_served),
-            f"{s.tokens_per_task:.0f}",
-            "-" if base else f"{_ms(s.latency_p50_ms)} / {_ms(s.latency_p95_ms)}",
-        )
+        t.add_row(*headline_cells(arm, s))
     return t
 
 
@@ -192,6 +183,20 @@ def print_scorecard(result: EvalResult, console: Console) -> None:
     console.print(f"elapsed {result.elapsed_s:.1f} s")
 
 
+def headline_cells(arm: str, s: ArmSummary) -> list[str]:
+    """One arm's row of the headline table (the same cells in the terminal and in Markdown)."""
+    base = arm == BASELINE
+    return [
+        arm, _pct(s.success), "-" if base else _pp(s.lift),
+        "-" if base else _pct(s.negative_transfer),
+        "-" if base else s.false_acceptance.fmt(), "-" if base else s.false_rejection.fmt(),
+        "-" if base else f"{s.poisoned_served.num}/{s.poisoned_served.den}",
+        "-" if base else str(s.leaks), "-" if base else str(s.stale_served),
+        f"{s.tokens_per_task:.0f}",
+        "-" if base else f"{_ms(s.latency_p50_ms)} / {_ms(s.latency_p95_ms)}",
+    ]
+
+
 def markdown_headline(result: EvalResult) -> str:
     """The headline table as Markdown (for a README)."""
     head = ("| arm | success % | lift vs no memory, pp | negative transfer % | false accept | "
@@ -199,17 +204,7 @@ def markdown_headline(result: EvalResult) -> str:
             "recall ms p50/p95 |")
     lines = [head, "|" + "---|" * 11]
     for arm, s in result.scorecard.overall.items():
-        base = arm == BASELINE
-        cells = [
-            arm, _pct(s.success), "-" if base else _pp(s.lift),
-            "-" if base else _pct(s.negative_transfer),
-            "-" if base else s.false_acceptance.fmt(), "-" if base else s.false_rejection.fmt(),
-            "-" if base else f"{s.poisoned_served.num}/{s.poisoned_served.den}",
-            "-" if base else str(s.leaks), "-" if base else str(s.stale_served),
-            f"{s.tokens_per_task:.0f}",
-            "-" if base else f"{_ms(s.latency_p50_ms)} / {_ms(s.latency_p95_ms)}",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(headline_cells(arm, s)) + " |")
     return "\n".join(lines)
 
 
