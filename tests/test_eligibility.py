@@ -33,15 +33,17 @@ def visible(spec: tuple[str, str, frozenset[str], Classification], who: Principa
     who_tenant=names,
     who_roles=roles,
     who_level=levels,
+    resident=st.booleans(),
 )
 def test_no_read_path_leaks(
     specs: list[tuple[str, str, frozenset[str], Classification]],
     who_tenant: str,
     who_roles: frozenset[str],
     who_level: Classification,
+    resident: bool,
 ) -> None:
     with tempfile.TemporaryDirectory() as d:
-        mem = Memory(Path(d) / "m.db", embedder="hash")
+        mem = Memory(Path(d) / "m.db", embedder="hash", resident_mb=64 if resident else 0)
         ids: dict[str, tuple[str, str, frozenset[str], Classification]] = {}
         for i, spec in enumerate(specs):
             tenant, ns, need, cls = spec

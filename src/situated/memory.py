@@ -55,6 +55,7 @@ from situated.recall.eligible import Eligibility
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
 from situated.store.ledger import Credit, EventType, LedgerEvent, replay
+from situated.store.resident import DEFAULT_BUDGET_MB as DEFAULT_RESIDENT_MB
 from situated.store.sqlite import RebuildReport, Store
 from situated.write.distill import Distiller, RulesDistiller, Trajectory
 from situated.write.gates import (
@@ -141,6 +142,8 @@ class Health:
     failures: dict[str, int]
     migrations: tuple[str, ...]
     path: str
+    resident: dict[str, Any] = field(default_factory=dict)
+    """The in-memory search index of this process: tenants, rows, MB, loads, mismatches."""
 
 
 class Memory:
@@ -157,6 +160,10 @@ class Memory:
         write_policies: per-namespace write policy (allowed tools, consent, review), `"*"`
             for the rest.
         gates: the write gates every proposal passes, in order.
+        resident_mb: memory this process may use to keep tenants' search data (vectors,
+            eligibility columns, a BM25 index) resident, kept current from the ledger; 0 turns
+            it off and every search runs in SQLite (sqlite-vec and FTS5). See
+            `situated.store.resident`.
     """
 
     def __init__(
@@ -170,6 +177,7 @@ class Memory:
         lifecycle: LifecycleRules | None = None,
         write_policies: Mapping[str, WritePolicy] | None = None,
         gates: Sequence[Gate] = DEFAULT_GATES,
+        resident_mb: float = DEFAULT_RESIDENT_MB,
     ) -> None:
         self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
         self.reconstructor = (
@@ -181,7 +189,9 @@ class Memory:
         self.lifecycle = lifecycle or LifecycleRules()
         self.write_policies = dict(write_policies or {})
         self.gates = tuple(gates)
-        self.store = Store(path)
+        if resident_mb < 0:
+            raise InvalidInput("resident_mb", "must be >= 0 (0 turns the resident index off)")
+        self.store = Store(path, resident_mb=resident_mb)
         self.reconstructor.bind(self.store)
         ref = self.store.embedder_ref()
         if ref is not None and ref != self.embedder.model_ref:
@@ -961,14 +971,20 @@ class Memory:
         integrity = self.store.integrity()
         orphans = self.store.orphans()
         failures = self.store.failures()
+        with self.store.snapshot():
+            resident = self.store.resident.describe() | {
+                "mismatches": self.store.resident.verify()
+            }
         return Health(
-            ok=integrity == "ok" and orphans == 0 and not report.mismatched,
+            ok=integrity == "ok" and orphans == 0 and not report.mismatched
+            and resident["mismatches"] == 0,
             integrity=integrity,
             orphan_records=orphans,
             ledger_mismatches=len(report.mismatched),
             failures=failures,
             migrations=tuple(self.store.migrations()),
             path=self.store.path,
+            resident=resident,
         )
 
     def rebuild(self, *, repair: bool = False) -> RebuildReport:

@@ -13,6 +13,7 @@ import numpy as np
 from situated.embed.base import Vector
 from situated.models import MemoryRecord
 from situated.recall.eligible import Eligibility
+from situated.store.resident import Rankings
 from situated.store.sqlite import Store
 
 RRF_K = 60
@@ -36,28 +37,26 @@ def retrieve(
     store: Store, query: Vector, query_text: str, elig: Eligibility, k: int
 ) -> list[Candidate]:
     """Fuse dense (content and state) and lexical rankings over the eligible rows."""
-    content = store.dense("content", query, k, elig)
-    state = store.dense("state", query, k, elig)
-    lexical = store.lexical(query_text, k, elig)
-    rankings: dict[str, list[tuple[int, float]]] = {
-        "content": content, "state": state, "lexical": lexical
-    }
-    union = list(dict.fromkeys(rid for ranked in rankings.values() for rid, _ in ranked))
-    bound = store.situational(union, elig)  # eligibility applied again on the record table
-    fused: dict[int, float] = {}
-    ranks: dict[int, dict[str, int]] = {}
-    for name, ranked in rankings.items():
-        pos = 0
-        for rid, _ in ranked:
-            if rid not in bound or (name == "state" and not bound[rid]):
-                continue  # a fact's or note's source state is provenance, not the situation
-            fused[rid] = fused.get(rid, 0.0) + 1.0 / (RRF_K + pos + 1)
-            ranks.setdefault(rid, {})[name] = pos + 1
-            pos += 1
-    top = sorted(fused, key=lambda r: -fused[r])[:k]
-    records = store.by_rids(top, elig)
-    sims = _similarities(store, query, top, dict(content), dict(state))
-    lex: dict[int, float] = dict(lexical)
+    with store.snapshot():  # rankings and records from one committed state
+        found = store.search(query, query_text, k, elig)
+        rankings: dict[str, list[tuple[int, float]]] = {
+            "content": found.content, "state": found.state, "lexical": found.lexical
+        }
+        bound = found.situational
+        fused: dict[int, float] = {}
+        ranks: dict[int, dict[str, int]] = {}
+        for name, ranked in rankings.items():
+            pos = 0
+            for rid, _ in ranked:
+                if rid not in bound or (name == "state" and not bound[rid]):
+                    continue  # a fact's or note's source state is provenance, not the situation
+                fused[rid] = fused.get(rid, 0.0) + 1.0 / (RRF_K + pos + 1)
+                ranks.setdefault(rid, {})[name] = pos + 1
+                pos += 1
+        top = sorted(fused, key=lambda r: -fused[r])[:k]
+        records = store.by_rids(top, elig)  # eligibility applied again on the record table
+        sims = _similarities(store, query, top, found, elig.principal.tenant)
+    lex: dict[int, float] = dict(found.lexical)
     best = max(fused.values(), default=1.0)
     out = []
     for rid in top:
@@ -81,16 +80,19 @@ def retrieve(
 
 
 def _similarities(
-    store: Store,
-    query: Vector,
-    rids: list[int],
-    content: dict[int, float],
-    state: dict[int, float],
+    store: Store, query: Vector, rids: list[int], found: Rankings, tenant: str
 ) -> dict[int, tuple[float, float]]:
-    """Cosine to lesson and to source state for every candidate, fetching vectors not seen."""
+    """Cosine to lesson and to source state for every candidate, fetching vectors not scored."""
+    known = found.similarity
+    content = dict(found.content)
+    state = dict(found.state)
+    for rid, (c, s) in known.items():
+        content.setdefault(rid, c)
+        state.setdefault(rid, s)
     need_c = [r for r in rids if r not in content]
     need_s = [r for r in rids if r not in state]
     for field, need, into in (("content", need_c, content), ("state", need_s, state)):
-        for rid, vec in store.vectors.vectors(field, need).items():
-            into[rid] = float(np.dot(vec, query))
+        if need:
+            for rid, vec in store.vectors_of(field, need, tenant).items():
+                into[rid] = float(np.dot(vec, query))
     return {r: (content.get(r, 0.0), state.get(r, 0.0)) for r in rids}

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
+from pydantic import BaseModel
 
 from situated.embed.base import Vector
 from situated.errors import EmbedderMismatch, NotFound, StoreBusy
@@ -38,10 +39,19 @@ from situated.models import (
 from situated.recall.eligible import Eligibility
 from situated.store.ledger import EventType, Folded, LedgerEvent, fold, replay
 from situated.store.migrations import MIGRATIONS
+from situated.store.resident import (
+    DEFAULT_BUDGET_MB,
+    Rankings,
+    ResidentIndex,
+    Slice,
+    tokens,
+)
 from situated.store.vectors import SqliteVecIndex, VectorMeta, load_extension
 
 BUSY_TIMEOUT_MS = 10_000
 BUSY_RETRIES = 8
+RECORD_CACHE = 4096
+"""Parsed records kept per store, keyed by row id and checked against the whole row."""
 
 _COLUMNS = (
     "rid id tenant namespace kind content state_text state_facts state_unknown action success "
@@ -78,8 +88,9 @@ class RebuildReport:
 class Store:
     """The SQLite store. Not part of the public API; `Memory` is."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB) -> None:
         self.path = str(path)
+        self._writing = False
         self.db = apsw.Connection(self.path)
         self.db.setbusytimeout(BUSY_TIMEOUT_MS)
         load_extension(self.db)
@@ -90,6 +101,9 @@ class Store:
         self.vectors = SqliteVecIndex(self.db)
         self._data_version: object = None
         self._role_key_cache: dict[str, list[str]] = {}
+        self.resident = ResidentIndex(self.db, resident_mb)
+        self._records: OrderedDict[int, tuple[tuple[Any, ...], MemoryRecord]] = OrderedDict()
+        self._erasures_seen = 0
 
     def close(self) -> None:
         self.db.close()
@@ -115,6 +129,7 @@ class Store:
                 if attempt == BUSY_RETRIES - 1:
                     raise StoreBusy(f"database {self.path} stayed locked") from None
                 time.sleep(0.05 * (2**attempt) * (0.5 + random.random()))
+        self._writing = True
         try:
             yield
         except BaseException:
@@ -122,6 +137,22 @@ class Store:
             raise
         else:
             self.db.execute("COMMIT")
+        finally:
+            self._writing = False
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: every read inside sees the same committed state (nests into an
+        enclosing transaction)."""
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN DEFERRED")
+        try:
+            yield
+        finally:
+            if self.db.in_transaction:
+                self.db.execute("COMMIT")
 
     def _migrate(self) -> None:
         with self.transaction():
@@ -281,6 +312,7 @@ class Store:
         )
         self.db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
         self.vectors.remove(rid)
+        self._records.pop(rid, None)
 
     def _ledger(
         self,
@@ -317,6 +349,19 @@ class Store:
 
     # -- eligible reads ---------------------------------------------------------------------
 
+    def _record(self, row: tuple[Any, ...]) -> MemoryRecord:
+        """The record of a row, reused while the row is unchanged (records are immutable)."""
+        rid = int(row[0])
+        hit = self._records.get(rid)
+        if hit is not None and hit[0] == row:
+            self._records.move_to_end(rid)
+            return hit[1]
+        rec = _record(row)
+        self._records[rid] = (tuple(row), rec)
+        if len(self._records) > RECORD_CACHE:
+            self._records.popitem(last=False)
+        return rec
+
     def _role_keys(self, tenant: str) -> list[str]:
         """The distinct required-role sets of a tenant, cached until any connection writes."""
         version = self._one("PRAGMA data_version")
@@ -343,7 +388,7 @@ class Store:
         )
         if row is None:
             raise NotFound(f"no memory {memory_id} visible to this principal")
-        return _record(row)
+        return self._record(row)
 
     def by_rids(self, rids: Sequence[int], elig: Eligibility) -> dict[int, MemoryRecord]:
         if not rids:
@@ -354,7 +399,7 @@ class Store:
             f"AND {where}",
             (*rids, *params),
         )
-        return {int(r[0]): _record(r) for r in rows}
+        return {int(r[0]): self._record(r) for r in rows}
 
     def situational(self, rids: Sequence[int], elig: Eligibility) -> dict[int, bool]:
         """For each eligible rid: is it a lesson with a known source state (situation-bound)?"""
@@ -374,7 +419,7 @@ class Store:
             f"SELECT {_SELECT} FROM memories m WHERE {where} ORDER BY m.rid LIMIT ? OFFSET ?",
             (*params, int(limit), int(offset)),
         )
-        return [_record(r) for r in rows]
+        return [self._record(r) for r in rows]
 
     def count(self, elig: Eligibility) -> dict[str, int]:
         """Eligible memories counted by lifecycle state."""
@@ -432,18 +477,44 @@ class Store:
             for s, a, e, t, m, r, ac, re_, d in rows
         ]
 
+    def _slice(self, elig: Eligibility) -> Slice | None:
+        """The resident slice of the reader's tenant, or None: no vectors yet, inside a write
+        transaction (it may roll back), resident index off, or the tenant does not fit."""
+        if self._writing or not self.vectors._ready() or self.vectors.dim is None:
+            return None
+        s = self.resident.slice(elig.principal.tenant, self.vectors.dim)
+        if self.resident.erasures != self._erasures_seen:  # another process erased: forget
+            self._erasures_seen = self.resident.erasures  # parsed copies of every record
+            self._records.clear()
+        return s
+
+    def _allowed_keys(self, elig: Eligibility) -> list[str]:
+        return elig.allowed_role_keys(self._role_keys(elig.principal.tenant))
+
     def dense(
         self, field: str, query: Vector, k: int, elig: Eligibility
     ) -> list[tuple[int, float]]:
         """Exact KNN over eligible rows: (rid, cosine similarity)."""
-        where, params = self._where(elig, alias="")
-        return self.vectors.search(field, query, k, where, params)
+        with self.snapshot():
+            s = self._slice(elig)
+            if s is not None:
+                return self.resident.dense(s, field, query, k, elig, self._allowed_keys(elig))
+            where, params = self._where(elig, alias="")
+            return self.vectors.search(field, query, k, where, params)
 
     def lexical(self, text: str, k: int, elig: Eligibility) -> list[tuple[int, float]]:
-        """FTS5 bm25 over eligible rows: (rid, score), best first; score is -bm25 (>0)."""
+        """BM25 over eligible rows: (rid, score), best first; score > 0."""
         terms = lexical_terms(text)
         if not terms:
             return []
+        with self.snapshot():
+            s = self._slice(elig)
+            if s is not None:
+                return self.resident.lexical(s, terms, k, elig, self._allowed_keys(elig))
+            return self._fts(terms, k, elig)
+
+    def _fts(self, terms: list[str], k: int, elig: Eligibility) -> list[tuple[int, float]]:
+        """FTS5 bm25 (global statistics) joined to the gates: the path without a slice."""
         match = " OR ".join(f'"{t}"' for t in terms)
         where, params = self._where(elig)
         rows = self._all(
@@ -455,13 +526,43 @@ class Store:
         )
         return [(int(r), float(s)) for r, s in rows]
 
+    def search(self, query: Vector, text: str, k: int, elig: Eligibility) -> Rankings:
+        """Stage 2's three rankings over the eligible rows, from the resident index when the
+        tenant's slice is available, else from sqlite-vec and FTS5 (same contract)."""
+        terms = lexical_terms(text)
+        with self.snapshot():
+            s = self._slice(elig)
+            if s is not None:
+                return self.resident.search(s, query, terms, k, elig, self._allowed_keys(elig))
+            where, params = self._where(elig, alias="")
+            content = self.vectors.search("content", query, k, where, params)
+            state = self.vectors.search("state", query, k, where, params)
+            lexical = self._fts(terms, k, elig) if terms else []
+            union = list(dict.fromkeys(r for ranks in (content, state, lexical) for r, _ in ranks))
+            situational = self.situational(union, elig)
+            return Rankings(
+                content=[(r, v) for r, v in content if r in situational],
+                state=[(r, v) for r, v in state if situational.get(r)],
+                lexical=[(r, v) for r, v in lexical if r in situational],
+                situational=situational,
+            )
+
+    def vectors_of(self, field: str, rids: Sequence[int], tenant: str) -> dict[int, Vector]:
+        """Stored vectors of `field` for rows of `tenant` (resident copy when loaded)."""
+        s = None if self._writing else self.resident.slices.get(tenant)
+        out: dict[int, Vector] = dict(self.resident.vectors(s, field, rids)) if s else {}
+        missing = [r for r in rids if r not in out]
+        if missing:
+            out.update(self.vectors.vectors(field, missing))
+        return out
+
     def by_fingerprint(self, tenant: str, fingerprint: str) -> MemoryRecord | None:
         row = self._one(
             f"SELECT {_SELECT} FROM memories m WHERE m.tenant = ? AND m.fingerprint = ? "
             "AND m.state NOT IN ('ERASED', 'REJECTED', 'REVOKED') ORDER BY m.rid LIMIT 1",
             (tenant, fingerprint),
         )
-        return None if row is None else _record(row)
+        return None if row is None else self._record(row)
 
     def same_key(
         self, tenant: str, namespace: str, entity: str, attribute: str
@@ -473,7 +574,7 @@ class Store:
             "'INVALIDATED') ORDER BY m.rid",
             (tenant, namespace, entity, attribute),
         )
-        return [_record(r) for r in rows]
+        return [self._record(r) for r in rows]
 
     def content_of(self, memory_id: str) -> MemoryRecord:
         """Unfiltered read for internal writers (supersession, feedback); never exposed."""
@@ -482,7 +583,7 @@ class Store:
         )
         if row is None:
             raise NotFound(f"no memory {memory_id}")
-        return _record(row)
+        return self._record(row)
 
     def namespace_counters(
         self, memory_ids: Sequence[str], namespace: str
@@ -582,6 +683,7 @@ class Store:
         bad = sorted(set(bad) | ns_bad)
         if repair and bad:
             with self.transaction():
+                self.bump_generation()
                 for mid in bad:
                     f = replay(events.get(mid, []))
                     if f is None:
@@ -604,6 +706,13 @@ class Store:
                             (mid, ns, u, s_),
                         )
         return RebuildReport(len(stored), tuple(bad), repair and bool(bad))
+
+    def bump_generation(self) -> None:
+        """Mark a change made without ledger events: in-memory indexes reload everything."""
+        self.db.execute(
+            "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
 
     def integrity(self) -> str:
         row = self._one("PRAGMA quick_check")
@@ -637,10 +746,9 @@ MAX_LEXICAL_TERMS = 4
 
 def lexical_terms(text: str) -> list[str]:
     """The query words worth a full-text search: no stopwords, the longest few (longer words
-    are rarer, and every extra OR term makes FTS5 score more documents)."""
-    words = dict.fromkeys(
-        w for w in re.findall(r"\w+", text.lower()) if len(w) > 1 and w not in _STOPWORDS
-    )
+    are rarer, and every extra OR term makes FTS5 score more documents). Split like the
+    indexed text (`resident.tokens`)."""
+    words = dict.fromkeys(w for w in tokens(text) if len(w) > 1 and w not in _STOPWORDS)
     return sorted(words, key=len, reverse=True)[:MAX_LEXICAL_TERMS]
 
 
@@ -649,53 +757,72 @@ def _utility_namespace(data: dict[str, Any]) -> str:
     return str(data.get("namespace") or "*")
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _trusted(cls: type[_M], values: dict[str, Any]) -> _M:
+    """`cls.model_construct(**values)` for values naming every field, without its per-field
+    alias and default handling (a fifth of its cost). Falls back when a field is missing."""
+    if values.keys() != cls.__pydantic_fields__.keys():
+        return cls.model_construct(**values)
+    m = cls.__new__(cls)
+    object.__setattr__(m, "__dict__", values)
+    object.__setattr__(m, "__pydantic_fields_set__", set(values))
+    object.__setattr__(m, "__pydantic_extra__", None)
+    object.__setattr__(m, "__pydantic_private__", None)
+    return m
+
+
 def _record(row: Sequence[Any]) -> MemoryRecord:
     """A stored row as a record. Rows were validated when written, so the models are built
-    with `model_construct` (no re-validation on the recall path)."""
+    without re-validation on the recall path (`_trusted`)."""
     d = dict(zip(_COLUMNS, row, strict=True))
     state = None
     if d["state_text"] is not None or d["state_facts"] is not None:
-        state = State.model_construct(
-            text=d["state_text"] or "", facts=json.loads(d["state_facts"] or "{}")
-        )
+        state = _trusted(State, {
+            "text": d["state_text"] or "", "facts": json.loads(d["state_facts"] or "{}")
+        })
     success = None if d["success"] is None else bool(d["success"])
-    return MemoryRecord.model_construct(
-        id=d["id"],
-        content=d["content"],
-        kind=Kind(d["kind"]),
-        source=Source.model_construct(
-            state=state,
-            state_unknown=bool(d["state_unknown"]),
-            action=d["action"],
-            outcome=Outcome.model_construct(success=success, reward=d["reward"]),
-            episode_id=d["episode_id"],
-            step=d["step"],
-            evidence=tuple(json.loads(d["evidence"])),
-        ),
-        conditions=tuple(json.loads(d["conditions"])),
-        entity=d["entity"],
-        attribute=d["attribute"],
-        value=json.loads(d["value"]) if d["value"] is not None else None,
-        multi_valued=bool(d["multi_valued"]),
-        scope=Scope.model_construct(
-            tenant=d["tenant"],
-            namespace=d["namespace"],
-            roles=frozenset(json.loads(d["roles"])),
-            classification=Classification(d["classification"]),
-            consent=d["consent"],
-        ),
-        authority=Authority(d["authority"]),
-        validity=Validity.model_construct(
-            valid_from=d["valid_from"], valid_until=d["valid_until"], recorded_at=d["recorded_at"]
-        ),
-        state=LifecycleState(d["state"]),
-        counters=Counters(
+    evidence = d["evidence"]
+    conditions = d["conditions"]
+    return _trusted(MemoryRecord, {
+        "id": d["id"],
+        "content": d["content"],
+        "kind": Kind(d["kind"]),
+        "source": _trusted(Source, {
+            "state": state,
+            "state_unknown": bool(d["state_unknown"]),
+            "action": d["action"],
+            "outcome": _trusted(Outcome, {"success": success, "reward": d["reward"]}),
+            "episode_id": d["episode_id"],
+            "step": d["step"],
+            "evidence": () if evidence == "[]" else tuple(json.loads(evidence)),
+        }),
+        "conditions": () if conditions == "[]" else tuple(json.loads(conditions)),
+        "entity": d["entity"],
+        "attribute": d["attribute"],
+        "value": json.loads(d["value"]) if d["value"] is not None else None,
+        "multi_valued": bool(d["multi_valued"]),
+        "scope": _trusted(Scope, {
+            "tenant": d["tenant"],
+            "namespace": d["namespace"],
+            "roles": frozenset(json.loads(d["roles"])),
+            "classification": Classification(d["classification"]),
+            "consent": d["consent"],
+        }),
+        "authority": Authority(d["authority"]),
+        "validity": _trusted(Validity, {
+            "valid_from": d["valid_from"], "valid_until": d["valid_until"],
+            "recorded_at": d["recorded_at"],
+        }),
+        "state": LifecycleState(d["state"]),
+        "counters": Counters(
             uses=d["uses"], successes=d["successes"], failures=d["failures"],
             exposures=d["exposures"],
         ),
-        policy_version=d["policy_version"],
-        supersedes=d["supersedes"],
-        superseded_by=d["superseded_by"],
-        fingerprint=d["fingerprint"],
-        proposed_by=d["proposed_by"],
-    )
+        "policy_version": d["policy_version"],
+        "supersedes": d["supersedes"],
+        "superseded_by": d["superseded_by"],
+        "fingerprint": d["fingerprint"],
+        "proposed_by": d["proposed_by"],
+    })

@@ -1,0 +1,497 @@
+"""The resident index: recently read tenants' search data held in memory, kept coherent with
+the ledger.
+
+Why: the SQLite indexes are the durable truth, but they are slow to *search* at scale. The
+PyPI sqlite-vec build has no SIMD (about 10x an exact numpy scan of the same rows), and FTS5
+scores every tenant's matches before the tenant filter can drop them. A tenant's slice here
+holds, for each of its memories, both vectors (lesson and source state) in one float32 matrix,
+the eligibility columns as numpy arrays and a BM25 inverted index of the same text FTS5
+indexes. A search is then one matrix-vector product, a boolean mask and a few posting lists.
+
+Coherence: every change to a memory is a ledger event written in the same transaction as the
+change (`Store.append_event`, `Store.insert`), so the ledger is a change feed. A slice
+remembers the ledger position it reflects; before each use it re-reads the rows named by newer
+events of its tenant. Changes made without an event (`Store.rebuild(repair=True)`) bump the
+store's `generation`, which drops every slice. An erasure rebuilds its tenant's slice, so no
+erased text or vector outlives it here. The store never consults the index while it holds a
+write transaction (the transaction may roll back); it uses its SQL path instead.
+
+Safety: a slice only *proposes* row ids. The records a recall uses are read back through
+`Store.by_rids`, which applies the eligibility gates again in SQL; the numpy mask mirrors
+`Eligibility.where` to rank exactly the eligible rows, but it is not the authority.
+
+BM25 statistics are per tenant (FTS5's are global): one tenant's writes never move another
+tenant's ranking.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import unicodedata
+from array import array
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from situated.models import LifecycleState
+from situated.recall.eligible import Eligibility
+
+F32 = npt.NDArray[np.float32]
+BOOL = npt.NDArray[np.bool_]
+
+DEFAULT_BUDGET_MB = 512
+"""Memory the resident index may hold, all tenants together (least recently used go first)."""
+RELOAD_FRACTION = 0.25
+"""Re-read a whole slice instead of patching it when more of its rows than this changed."""
+BM25_K1 = 1.2
+BM25_B = 0.75
+"""FTS5's own bm25 constants."""
+
+_WORD = re.compile(r"[^\W_]+")
+_STATE_CODES = {s.value: i for i, s in enumerate(LifecycleState)}
+
+
+def tokens(text: str) -> list[str]:
+    """Word tokens as FTS5's default `unicode61` tokenizer makes them: runs of letters and
+    digits (underscore and punctuation separate), case-folded, diacritics removed."""
+    if not text.isascii():
+        text = "".join(
+            c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
+        )
+    return _WORD.findall(text.lower())
+
+
+@dataclass(frozen=True)
+class Rankings:
+    """What one search returns: three rankings of eligible row ids and the numbers behind them.
+
+    `content` and `state` are (rid, cosine) best first; `state` counts only situation-bound
+    memories (lessons with a known source state). `lexical` is (rid, bm25 score > 0).
+    `situational` says, for every rid in any ranking, whether it is situation-bound;
+    `similarity` holds (content cosine, state cosine) for every rid the search scored.
+    """
+
+    content: list[tuple[int, float]]
+    state: list[tuple[int, float]]
+    lexical: list[tuple[int, float]]
+    situational: dict[int, bool]
+    similarity: dict[int, tuple[float, float]] = field(default_factory=dict)
+
+
+class _Postings:
+    """One term's rows and term frequencies, appendable, viewable as numpy without copying."""
+
+    __slots__ = ("rows", "tf")
+
+    def __init__(self) -> None:
+        self.rows = array("i")
+        self.tf = array("f")
+
+
+class Slice:
+    """One tenant's rows: vectors, eligibility columns and a BM25 index, in row order."""
+
+    def __init__(self, tenant: str, dim: int, seq: int, capacity: int = 64) -> None:
+        self.tenant = tenant
+        self.dim = dim
+        self.seq = seq
+        self.n = 0
+        self.pos: dict[int, int] = {}
+        self.role_keys: dict[str, int] = {}
+        self.namespaces: dict[str, int] = {}
+        self.postings: dict[str, _Postings] = {}
+        self.total_len = 0.0
+        self.posting_bytes = 0
+        self.last_used = time.monotonic()
+        self._alloc(capacity)
+
+    def _alloc(self, cap: int) -> None:
+        old = self.n
+        def grow(a: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+            new = np.zeros(shape, dtype=dtype)
+            if old:
+                new[:old] = a[:old]
+            return new
+        self.cap = cap
+        self.content = grow(getattr(self, "content", None), (cap, self.dim), np.float32)
+        self.state_vecs = grow(getattr(self, "state_vecs", None), (cap, self.dim), np.float32)
+        self.rids = grow(getattr(self, "rids", None), (cap,), np.int64)
+        self.state = grow(getattr(self, "state", None), (cap,), np.int8)
+        self.classification = grow(getattr(self, "classification", None), (cap,), np.int8)
+        self.role = grow(getattr(self, "role", None), (cap,), np.int32)
+        self.ns = grow(getattr(self, "ns", None), (cap,), np.int32)
+        self.valid_from = grow(getattr(self, "valid_from", None), (cap,), np.float64)
+        self.valid_until = grow(getattr(self, "valid_until", None), (cap,), np.float64)
+        self.recorded_at = grow(getattr(self, "recorded_at", None), (cap,), np.float64)
+        self.situational = grow(getattr(self, "situational", None), (cap,), np.bool_)
+        self.doc_len = grow(getattr(self, "doc_len", None), (cap,), np.float32)
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.content, self.state_vecs, self.rids, self.state, self.classification,
+                  self.role, self.ns, self.valid_from, self.valid_until, self.recorded_at,
+                  self.situational, self.doc_len)
+        return int(sum(a.nbytes for a in arrays)) + self.posting_bytes + 80 * len(self.pos)
+
+    def _code(self, table: dict[str, int], value: str) -> int:
+        if value not in table:
+            table[value] = len(table)
+        return table[value]
+
+    def set_meta(self, i: int, row: Sequence[Any]) -> None:
+        """Columns as selected by `_META` (after rid)."""
+        ns, state, cls, role, vf, vu, rec_at, situational = row
+        self.ns[i] = self._code(self.namespaces, str(ns))
+        self.state[i] = _STATE_CODES[str(state)]
+        self.classification[i] = int(cls)
+        self.role[i] = self._code(self.role_keys, str(role))
+        self.valid_from[i] = float(vf)
+        self.valid_until[i] = float(vu)
+        self.recorded_at[i] = float(rec_at)
+        self.situational[i] = bool(situational)
+
+    def append(self, rid: int, meta: Sequence[Any], content: bytes, state: bytes,
+               text: str) -> None:
+        if self.n == self.cap:
+            self._alloc(self.cap * 2)
+        i = self.n
+        self.content[i] = np.frombuffer(content, dtype=np.float32)
+        self.state_vecs[i] = np.frombuffer(state, dtype=np.float32)
+        self.rids[i] = rid
+        self.set_meta(i, meta)
+        counts: dict[str, int] = {}
+        words = tokens(text)
+        for w in words:
+            counts[w] = counts.get(w, 0) + 1
+        for w, c in counts.items():
+            p = self.postings.get(w)
+            if p is None:
+                p = self.postings[w] = _Postings()
+                self.posting_bytes += 120 + len(w)
+            self.posting_bytes += 8
+            p.rows.append(i)
+            p.tf.append(float(c))
+        self.doc_len[i] = len(words)
+        self.total_len += len(words)
+        self.pos[rid] = i
+        self.n += 1
+
+    # -- searching ----------------------------------------------------------------------------
+
+    def mask(self, elig: Eligibility, role_keys: Sequence[str]) -> BOOL:
+        """The rows `elig` may read: the numpy mirror of `Eligibility.where` (same columns,
+        same comparisons); `role_keys` are the stored role sets the principal holds."""
+        n = self.n
+        m: BOOL = self.classification[:n] <= int(elig.principal.clearance)
+        roles = [self.role_keys[k] for k in role_keys if k in self.role_keys]
+        m &= np.isin(self.role[:n], np.asarray(roles, dtype=np.int32))
+        states = [_STATE_CODES[s.value] for s in elig.states]
+        m &= np.isin(self.state[:n], np.asarray(states, dtype=np.int8))
+        if elig.namespaces is not None:
+            codes = [self.namespaces[x] for x in elig.namespaces if x in self.namespaces]
+            m &= np.isin(self.ns[:n], np.asarray(codes, dtype=np.int32))
+        if elig.as_of is not None:
+            m &= (self.valid_from[:n] <= elig.as_of) & (self.valid_until[:n] > elig.as_of)
+        if elig.known_at is not None:
+            m &= self.recorded_at[:n] <= elig.known_at
+        return m
+
+    def matrix(self, field: str) -> F32:
+        """The rows' vectors of one field (`content` or `state`), contiguous."""
+        m: F32 = (self.content if field == "content" else self.state_vecs)[: self.n]
+        return m
+
+    def similarities(self, field: str, query: F32) -> npt.NDArray[np.float32]:
+        """Cosine of every row's vector of `field` to `query` (vectors are unit length)."""
+        sims: npt.NDArray[np.float32] = self.matrix(field) @ query
+        return sims
+
+    def bm25(self, terms: Sequence[str]) -> npt.NDArray[np.float32]:
+        """BM25 of every row for the query terms (0 where none occurs)."""
+        scores = np.zeros(self.n, dtype=np.float32)
+        if not self.n:
+            return scores
+        avg = max(self.total_len / self.n, 1e-9)
+        for t in dict.fromkeys(terms):
+            p = self.postings.get(t)
+            if p is None:
+                continue
+            rows = np.frombuffer(p.rows, dtype=np.int32)
+            tf = np.frombuffer(p.tf, dtype=np.float32)
+            df = len(rows)
+            idf = max(math.log((self.n - df + 0.5) / (df + 0.5)), 1e-6)
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * self.doc_len[rows] / avg)
+            scores[rows] += np.float32(idf) * tf * (BM25_K1 + 1.0) / (tf + norm)
+        return scores
+
+
+def top(scores: npt.NDArray[Any], rows: npt.NDArray[np.intp], k: int) -> npt.NDArray[np.intp]:
+    """Of `rows`, the k with the highest score, best first (ties by row order)."""
+    if len(rows) > k:
+        part = np.argpartition(-scores[rows], k - 1)[:k]
+        rows = rows[part]
+    order = np.lexsort((rows, -scores[rows]))
+    out: npt.NDArray[np.intp] = rows[order]
+    return out
+
+
+_META = (
+    "m.rid, m.namespace, m.state, m.classification, m.role_key, m.valid_from, m.valid_until, "
+    "m.recorded_at, m.kind = 'lesson' AND NOT m.state_unknown"
+)
+
+
+class ResidentIndex:
+    """Per-tenant slices, loaded on first search, patched from the ledger, evicted by LRU."""
+
+    def __init__(self, db: apsw.Connection, budget_mb: float = DEFAULT_BUDGET_MB) -> None:
+        self.db = db
+        self.budget = int(budget_mb * 1e6)
+        self.slices: OrderedDict[str, Slice] = OrderedDict()
+        self.too_big: dict[str, int] = {}
+        """Tenants whose slice exceeded the budget, with the row count at the time."""
+        self.generation: object = None
+        self.loads = 0
+        self.patches = 0
+        self.erasures = 0
+        """Erasures seen in the change feed (the store drops its parsed records on a change)."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.budget > 0
+
+    def nbytes(self) -> int:
+        return sum(s.nbytes for s in self.slices.values())
+
+    def slice(self, tenant: str, dim: int) -> Slice | None:
+        """The tenant's slice, current with the ledger; None when it does not fit the budget.
+
+        Call inside a read transaction (the store's `snapshot`), never a write transaction.
+        """
+        if not self.enabled:
+            return None
+        seq, gen = self._position()
+        if gen != self.generation:
+            self.slices.clear()
+            self.too_big.clear()
+            self.generation = gen
+        s = self.slices.get(tenant)
+        if s is not None and s.dim != dim:
+            s = None
+        if s is None:
+            s = self._load(tenant, dim, seq)
+        elif s.seq != seq:
+            s = self._patch(s, seq)
+        if s is None:
+            return None
+        s.last_used = time.monotonic()
+        self.slices[tenant] = s
+        self.slices.move_to_end(tenant)
+        self._evict(keep=tenant)
+        return s if tenant in self.slices else None
+
+    def _position(self) -> tuple[int, object]:
+        row: Any = self.db.execute(
+            "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), "
+            "(SELECT value FROM meta WHERE key = 'generation')"
+        ).fetchone()
+        return int(row[0]), row[1]
+
+    def _rows(self, where: str, params: Sequence[object]) -> list[Any]:
+        rows: list[Any] = self.db.execute(
+            f"""SELECT {_META}, v.content, v.state, f.content, f.state_text
+                FROM memories m JOIN vectors v ON v.rid = m.rid
+                JOIN memories_fts f ON f.rowid = m.rid
+                WHERE {where} ORDER BY m.rid""",
+            tuple(params),
+        ).fetchall()
+        return rows
+
+    def _load(self, tenant: str, dim: int, seq: int) -> Slice | None:
+        count: Any = self.db.execute(
+            "SELECT COUNT(*) FROM memories WHERE tenant = ?", (tenant,)
+        ).fetchone()
+        n = int(count[0])
+        if self.too_big.get(tenant) == n:
+            return None  # still too big: do not re-read it on every search
+        per_row = 2 * dim * 4 + 200
+        if n * per_row > self.budget:
+            self.too_big[tenant] = n
+            return None
+        s = Slice(tenant, dim, seq, capacity=max(64, n))
+        for row in self._rows("m.tenant = ? AND m.state != 'ERASED'", (tenant,)):
+            s.append(int(row[0]), row[1:9], row[9], row[10], f"{row[11]} {row[12] or ''}")
+        self.loads += 1
+        return s
+
+    def _patch(self, s: Slice, seq: int) -> Slice | None:
+        changed: list[Any] = self.db.execute(
+            "SELECT DISTINCT l.memory_id, l.event = 'erased' FROM ledger l "
+            "WHERE l.seq > ? AND l.tenant = ? AND l.memory_id IS NOT NULL",
+            (s.seq, s.tenant),
+        ).fetchall()
+        if not changed:
+            s.seq = seq
+            return s
+        erased = sum(1 for _, e in changed if e)
+        self.erasures += erased
+        if erased or len(changed) > RELOAD_FRACTION * max(s.n, 64):
+            return self._load(s.tenant, s.dim, seq)
+        ids = [str(m) for m, _ in changed]
+        marks = ",".join("?" * len(ids))
+        metas: list[Any] = self.db.execute(
+            f"SELECT {_META} FROM memories m WHERE m.id IN ({marks})", tuple(ids)
+        ).fetchall()
+        new = []
+        for row in metas:
+            rid = int(row[0])
+            i = s.pos.get(rid)
+            if i is None:
+                new.append(rid)
+            else:
+                s.set_meta(i, row[1:9])
+        if new:
+            marks = ",".join("?" * len(new))
+            for row in self._rows(f"m.rid IN ({marks}) AND m.state != 'ERASED'", new):
+                s.append(int(row[0]), row[1:9], row[9], row[10], f"{row[11]} {row[12] or ''}")
+        s.seq = seq
+        self.patches += 1
+        return s
+
+    def _evict(self, keep: str) -> None:
+        total = self.nbytes()
+        while total > self.budget and self.slices:
+            tenant = next(iter(self.slices))
+            if tenant == keep and len(self.slices) == 1:
+                self.too_big[tenant] = self.slices[tenant].n
+                del self.slices[tenant]
+                return
+            if tenant == keep:
+                self.slices.move_to_end(tenant)
+                continue
+            total -= self.slices.pop(tenant).nbytes
+
+    def verify(self) -> int:
+        """Rows of the loaded slices that disagree with the tables (must be zero): missing or
+        extra rows, or different eligibility columns. Slices are brought current first."""
+        bad = 0
+        for tenant in list(self.slices):
+            held = self.slices.get(tenant)
+            s = self.slice(tenant, held.dim) if held is not None else None
+            if s is None:
+                continue
+            rows: list[Any] = self.db.execute(
+                f"SELECT {_META} FROM memories m JOIN vectors v ON v.rid = m.rid "
+                "WHERE m.tenant = ? AND m.state != 'ERASED'",
+                (tenant,),
+            ).fetchall()
+            probe = Slice(tenant, s.dim, s.seq, capacity=max(1, len(rows)))
+            probe.namespaces, probe.role_keys = dict(s.namespaces), dict(s.role_keys)
+            for j, row in enumerate(rows):
+                probe.set_meta(j, row[1:9])
+                i = s.pos.get(int(row[0]))
+                if i is None or i >= s.n:
+                    bad += 1
+                    continue
+                bad += any(
+                    getattr(s, col)[i] != getattr(probe, col)[j]
+                    for col in ("ns", "state", "classification", "role", "valid_from",
+                                "valid_until", "recorded_at", "situational")
+                )
+            bad += max(0, len(s.pos) - len(rows))
+        return bad
+
+    def describe(self) -> dict[str, Any]:
+        """What the index holds, for `health`."""
+        return {
+            "enabled": self.enabled,
+            "budget_mb": round(self.budget / 1e6, 1),
+            "tenants": len(self.slices),
+            "rows": sum(s.n for s in self.slices.values()),
+            "mb": round(self.nbytes() / 1e6, 1),
+            "loads": self.loads,
+            "patches": self.patches,
+            "over_budget_tenants": len(self.too_big),
+        }
+
+    # -- the searches the store delegates -----------------------------------------------------
+
+    def search(
+        self,
+        s: Slice,
+        query: F32,
+        terms: Sequence[str],
+        k: int,
+        elig: Eligibility,
+        role_keys: Sequence[str],
+    ) -> Rankings:
+        """Dense top k on both vectors and BM25 top k, over the rows `elig` may read."""
+        mask = self.mask(s, elig, role_keys)
+        rows = np.flatnonzero(mask)
+        if not len(rows) or k <= 0:
+            return Rankings([], [], [], {})
+        q = np.asarray(query, dtype=np.float32)
+        c_sims, s_sims = s.similarities("content", q), s.similarities("state", q)
+        content = top(c_sims, rows, k)
+        bound = rows[s.situational[rows]]
+        state = top(s_sims, bound, k) if len(bound) else bound
+        lexical: npt.NDArray[np.intp] = rows[:0]
+        bm = None
+        if terms:
+            bm = s.bm25(terms)
+            hit = rows[bm[rows] > 0]
+            lexical = top(bm, hit, k) if len(hit) else hit
+        used = np.unique(np.concatenate([content, state, lexical]))
+        rid = s.rids
+        return Rankings(
+            content=[(int(rid[i]), float(c_sims[i])) for i in content],
+            state=[(int(rid[i]), float(s_sims[i])) for i in state],
+            lexical=[] if bm is None else [(int(rid[i]), float(bm[i])) for i in lexical],
+            situational={int(rid[i]): bool(s.situational[i]) for i in used},
+            similarity={int(rid[i]): (float(c_sims[i]), float(s_sims[i])) for i in used},
+        )
+
+    def dense(
+        self, s: Slice, field: str, query: F32, k: int, elig: Eligibility,
+        role_keys: Sequence[str],
+    ) -> list[tuple[int, float]]:
+        """Exact top k on one vector field (`content` or `state`) over the eligible rows."""
+        rows = np.flatnonzero(self.mask(s, elig, role_keys))
+        if not len(rows) or k <= 0:
+            return []
+        sims = s.similarities(field, np.asarray(query, dtype=np.float32))
+        order = top(sims, rows, k)
+        return [(int(s.rids[i]), float(sims[i])) for i in order]
+
+    def lexical(
+        self, s: Slice, terms: Sequence[str], k: int, elig: Eligibility,
+        role_keys: Sequence[str],
+    ) -> list[tuple[int, float]]:
+        """BM25 top k over the eligible rows: (rid, score > 0), best first."""
+        rows = np.flatnonzero(self.mask(s, elig, role_keys))
+        if not len(rows) or k <= 0 or not terms:
+            return []
+        bm = s.bm25(terms)
+        hit = rows[bm[rows] > 0]
+        return [(int(s.rids[i]), float(bm[i])) for i in top(bm, hit, k)] if len(hit) else []
+
+    @staticmethod
+    def mask(s: Slice, elig: Eligibility, role_keys: Sequence[str]) -> BOOL:
+        return s.mask(elig, role_keys)
+
+    @staticmethod
+    def vectors(s: Slice, field: str, rids: Sequence[int]) -> dict[int, F32]:
+        m = s.content if field == "content" else s.state_vecs
+        out: dict[int, F32] = {}
+        for r in rids:
+            i = s.pos.get(int(r))
+            if i is not None and i < s.n:
+                out[int(r)] = m[i].copy()
+        return out

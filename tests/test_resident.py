@@ -1,0 +1,202 @@
+"""The resident index: same answers as the SQLite path, coherent with other processes' writes,
+nothing erased left in memory, never trusted inside a write transaction."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from situated import Classification, InvalidInput, Memory, Principal, State
+from situated.models import LifecycleState
+from situated.recall.eligible import Eligibility
+from situated.store.resident import tokens
+from situated.store.sqlite import lexical_terms
+
+WORDS = "refund invoice deploy rollback mug drawer stove kettle flight visa".split()
+ADMIN = Principal(tenant="acme", roles={"admin", "ops", "support"}, clearance="restricted")
+
+
+def _fill(mem: Memory, n: int, seed: int) -> list[str]:
+    """Memories of two tenants with varied namespaces, roles, levels, validity and states."""
+    rng = np.random.default_rng(seed)
+    ids = []
+    now = time.time()
+    for i in range(n):
+        tenant = "acme" if rng.random() < 0.7 else "globex"
+        roles = [r for r in ("ops", "support") if rng.random() < 0.3]
+        writer = Principal(tenant=tenant, roles=set(roles) | {"admin"}, clearance="restricted")
+        words = " ".join(str(w) for w in rng.choice(WORDS, 5))
+        until = now - 10 if rng.random() < 0.1 else None
+        rec = mem.add(
+            f"lesson {i}: {words}", principal=writer,
+            namespace=str(rng.choice(["ops", "billing", "home"])),
+            state=State(f"the {rng.choice(WORDS)} is {rng.choice(['on', 'off'])}",
+                        facts={"n": i}) if rng.random() < 0.7 else None,
+            kind="lesson" if rng.random() < 0.8 else "note",
+            roles=roles, classification=str(rng.choice(["public", "internal", "confidential"])),
+            valid_from=now - 1000 if until else None, valid_until=until,
+            consent="c1" if rng.random() < 0.2 else None,
+        )
+        ids.append(rec.id)
+    return ids
+
+
+principals = st.builds(
+    Principal,
+    tenant=st.sampled_from(["acme", "globex"]),
+    roles=st.frozensets(st.sampled_from(["ops", "support", "admin"]), max_size=2),
+    clearance=st.sampled_from(list(Classification)),
+)
+
+
+@pytest.fixture(scope="module")
+def twin_stores() -> tuple[Memory, Memory]:
+    """One file, two connections: the resident index on and off."""
+    d = Path(tempfile.mkdtemp(prefix="resident-"))
+    on = Memory(d / "m.db", embedder="hash")
+    _fill(on, 120, seed=3)
+    on.revoke_consent("c1", principal=ADMIN, reason="test")
+    off = Memory(d / "m.db", embedder="hash", resident_mb=0)
+    return on, off
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])
+@given(
+    who=principals,
+    namespace=st.sampled_from([None, "ops", "billing", "nowhere"]),
+    as_of_shift=st.sampled_from([None, -5000.0, 0.0]),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+    k=st.sampled_from([1, 5, 200]),
+)
+def test_same_rankings_as_sqlite(
+    twin_stores: tuple[Memory, Memory], who: Principal, namespace: str | None,
+    as_of_shift: float | None, query: str, k: int,
+) -> None:
+    on, off = twin_stores
+    as_of = None if as_of_shift is None else time.time() + as_of_shift
+    elig = Eligibility.for_recall(who, namespace, as_of)
+    qvec = on.embedder.embed([query])[0]
+    a = on.store.search(qvec, query, k, elig)
+    b = off.store.search(qvec, query, k, elig)
+    assert on.store.resident.slices and not off.store.resident.slices
+    assert np.allclose([s for _, s in a.content], [s for _, s in b.content], atol=1e-5)
+    assert _above_cut(a.content) == _above_cut(b.content)  # the order of equal scores is free
+    # state: the top k situation-bound rows; SQLite's path keeps those among its top k rows
+    assert _above_cut(b.state) <= {r for r, _ in a.state}
+    assert all(a.situational[r] for r, _ in a.state)
+    # BM25 statistics differ (per tenant vs global): the matching rows are the same
+    if k == 200:
+        assert {r for r, _ in a.lexical} == {r for r, _ in b.lexical}
+    eligible = {r.id for r in off.store.page(elig, limit=10_000)}
+    rids = {r for r, _ in a.content + a.state + a.lexical}
+    assert {rec.id for rec in on.store.by_rids(list(rids), elig).values()} <= eligible
+    assert len(on.store.by_rids(list(rids), elig)) == len(rids)  # nothing ineligible proposed
+
+
+def _above_cut(ranked: list[tuple[int, float]]) -> set[int]:
+    """The rows scoring clearly above the last one kept (ties at the cut may go either way)."""
+    if not ranked:
+        return set()
+    cut = ranked[-1][1]
+    return {r for r, s in ranked if s > cut + 1e-5}
+
+
+def test_other_connections_writes_are_seen(tmp_path: Path) -> None:
+    reader = Memory(tmp_path / "m.db", embedder="hash")
+    writer = Memory(tmp_path / "m.db", embedder="hash", resident_mb=0)
+    who = Principal(tenant="acme", roles={"admin"}, clearance="internal")
+    first = writer.add("Refund the annual plan within 30 days.", principal=who,
+                       namespace="billing", consent="c9", kind="note")
+    b = reader.recall("customer asks for a refund", principal=who, intent="refund")
+    assert first.id in {i.memory_id for i in b.items}
+    slice_ = reader.store.resident.slices["acme"]
+    assert slice_.n == 1
+
+    second = writer.add("Offer store credit on refund for the monthly plan.", principal=who,
+                        namespace="billing", kind="note")
+    b = reader.recall("customer asks for a refund", principal=who, intent="refund")
+    assert {first.id, second.id} <= {i.memory_id for i in b.items} | {
+        r.memory_id for r in b.rejected}
+    assert reader.store.resident.slices["acme"].n == 2  # patched, not reloaded
+    assert reader.store.resident.loads == 1
+
+    writer.revoke_consent("c9", principal=who, reason="user withdrew consent")
+    b = reader.recall("customer asks for a refund", principal=who, intent="refund")
+    assert first.id not in {i.memory_id for i in b.items}
+    assert reader.health().resident["mismatches"] == 0
+
+
+def test_erasure_leaves_nothing_resident(tmp_path: Path) -> None:
+    reader = Memory(tmp_path / "m.db", embedder="hash")
+    writer = Memory(tmp_path / "m.db", embedder="hash", resident_mb=0)
+    who = Principal(tenant="acme", roles={"admin"}, clearance="internal")
+    keep = writer.add("Restart the kettle service after a deploy.", principal=who, kind="note")
+    gone = writer.add("Zanzibarquux protocol: call the vendor first.", principal=who,
+                      kind="note")
+    reader.recall("zanzibarquux vendor", principal=who)
+    s = reader.store.resident.slices["acme"]
+    assert "zanzibarquux" in s.postings
+
+    writer.erase(gone.id, principal=who, reason="subject asked")
+    b = reader.recall("zanzibarquux vendor", principal=who)
+    assert gone.id not in {i.memory_id for i in b.items} | {r.memory_id for r in b.rejected}
+    s = reader.store.resident.slices["acme"]
+    assert "zanzibarquux" not in s.postings  # the slice was rebuilt without it
+    assert s.n == 1 and keep.id in {r.id for r in reader.store.by_rids(list(s.pos), Eligibility(
+        who, states=tuple(LifecycleState))).values()}
+    assert not any(rec.content.startswith("Zanzibar") for _, rec in reader.store._records.values())
+
+
+def test_repair_without_events_reloads(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    who = Principal(tenant="acme", roles={"admin"}, clearance="internal")
+    rec = mem.add("Drain the node before the upgrade.", principal=who, kind="note")
+    # a change with no ledger event (what `rebuild(repair=True)` fixes): the state drifts
+    with mem.store.transaction():
+        mem.store.db.execute("UPDATE memories SET state = 'ARCHIVED' WHERE id = ?", (rec.id,))
+    b = mem.recall("upgrade the node", principal=who)
+    assert not b.items and mem.store.resident.slices  # the slice holds the drifted state
+    assert mem.rebuild(repair=True).repaired  # back to ACTIVE, still without an event
+    b = mem.recall("upgrade the node", principal=who)
+    assert rec.id in {i.memory_id for i in b.items}
+    assert mem.store.resident.loads == 2
+    assert mem.health().resident["mismatches"] == 0
+
+
+def test_not_used_inside_a_write_transaction(mem: Memory) -> None:
+    who = Principal(tenant="acme", clearance="internal")
+    mem.add("Pin the config before the release.", principal=who)
+    elig = Eligibility.for_recall(who)
+    with mem.store.transaction():
+        assert mem.store._slice(elig) is None
+    assert mem.store._slice(elig) is not None
+
+
+def test_over_budget_tenant_uses_sqlite(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "m.db", embedder="hash", resident_mb=0.001)
+    who = Principal(tenant="acme", clearance="internal")
+    rec = mem.add("Verify the backup before the migration.", principal=who, kind="note")
+    b = mem.recall("migration backup", principal=who)
+    assert rec.id in {i.memory_id for i in b.items}
+    assert not mem.store.resident.slices
+    assert mem.health().resident["over_budget_tenants"] == 1
+
+
+def test_resident_mb_is_validated(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput) as e:
+        Memory(tmp_path / "m.db", embedder="hash", resident_mb=-1)
+    assert e.value.field == "resident_mb"
+    assert not (tmp_path / "m.db").exists()
+
+
+def test_tokens_split_like_fts5() -> None:
+    assert tokens("Tests_passing, CAFÉ au-lait x2") == ["tests", "passing", "cafe", "au",
+                                                       "lait", "x2"]
+    assert lexical_terms("the error_rate is high") == ["error", "rate", "high"]
