@@ -48,6 +48,8 @@ BOOL = npt.NDArray[np.bool_]
 
 DEFAULT_BUDGET_MB = 512
 """Memory the resident index may hold, all tenants together (least recently used go first)."""
+MASKS_PER_SLICE = 16
+"""Time-independent eligibility masks kept per slice (one per distinct reader profile)."""
 RELOAD_FRACTION = 0.25
 """Re-read a whole slice instead of patching it when more of its rows than this changed."""
 BM25_K1 = 1.2
@@ -56,6 +58,14 @@ BM25_B = 0.75
 
 _WORD = re.compile(r"[^\W_]+")
 _STATE_CODES = {s.value: i for i, s in enumerate(LifecycleState)}
+
+
+def _member(codes: npt.NDArray[Any], allowed: Sequence[int], size: int) -> BOOL:
+    """`np.isin(codes, allowed)` for small non-negative codes, by table lookup."""
+    table = np.zeros(max(size, 1), dtype=np.bool_)
+    table[list(allowed)] = True
+    out: BOOL = table[codes]
+    return out
 
 
 def tokens(text: str) -> list[str]:
@@ -109,6 +119,9 @@ class Slice:
         self.postings: dict[str, _Postings] = {}
         self.total_len = 0.0
         self.posting_bytes = 0
+        self.version = 0
+        """Bumped on every change to the rows; keys the cached masks."""
+        self._masks: dict[tuple[Any, ...], BOOL] = {}
         self.last_used = time.monotonic()
         self._alloc(capacity)
 
@@ -148,6 +161,8 @@ class Slice:
     def set_meta(self, i: int, row: Sequence[Any]) -> None:
         """Columns as selected by `_META` (after rid)."""
         ns, state, cls, role, vf, vu, rec_at, situational = row
+        self.version += 1
+        self._masks.clear()
         self.ns[i] = self._code(self.namespaces, str(ns))
         self.state[i] = _STATE_CODES[str(state)]
         self.classification[i] = int(cls)
@@ -187,21 +202,34 @@ class Slice:
 
     def mask(self, elig: Eligibility, role_keys: Sequence[str]) -> BOOL:
         """The rows `elig` may read: the numpy mirror of `Eligibility.where` (same columns,
-        same comparisons); `role_keys` are the stored role sets the principal holds."""
+        same comparisons); `role_keys` are the stored role sets the principal holds.
+
+        The time-independent part (clearance, roles, states, namespaces, `known_at`) is kept
+        per slice version; only the validity window is compared on every call.
+        """
         n = self.n
-        m: BOOL = self.classification[:n] <= int(elig.principal.clearance)
-        roles = [self.role_keys[k] for k in role_keys if k in self.role_keys]
-        m &= np.isin(self.role[:n], np.asarray(roles, dtype=np.int32))
-        states = [_STATE_CODES[s.value] for s in elig.states]
-        m &= np.isin(self.state[:n], np.asarray(states, dtype=np.int8))
-        if elig.namespaces is not None:
-            codes = [self.namespaces[x] for x in elig.namespaces if x in self.namespaces]
-            m &= np.isin(self.ns[:n], np.asarray(codes, dtype=np.int32))
-        if elig.as_of is not None:
-            m &= (self.valid_from[:n] <= elig.as_of) & (self.valid_until[:n] > elig.as_of)
-        if elig.known_at is not None:
-            m &= self.recorded_at[:n] <= elig.known_at
-        return m
+        key = (self.version, int(elig.principal.clearance), tuple(role_keys), elig.states,
+               elig.namespaces, elig.known_at)
+        m = self._masks.get(key)
+        if m is None:
+            m = self.classification[:n] <= int(elig.principal.clearance)
+            m &= _member(self.role[:n], [self.role_keys[k] for k in role_keys
+                                         if k in self.role_keys], len(self.role_keys))
+            m &= _member(self.state[:n], [_STATE_CODES[s.value] for s in elig.states],
+                         len(_STATE_CODES))
+            if elig.namespaces is not None:
+                m &= _member(self.ns[:n], [self.namespaces[x] for x in elig.namespaces
+                                           if x in self.namespaces], len(self.namespaces))
+            if elig.known_at is not None:
+                m &= self.recorded_at[:n] <= elig.known_at
+            if len(self._masks) >= MASKS_PER_SLICE:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = m
+        if elig.as_of is None:
+            return m.copy()
+        out: BOOL = (self.valid_from[:n] <= elig.as_of) & (self.valid_until[:n] > elig.as_of)
+        out &= m
+        return out
 
     def matrix(self, field: str) -> F32:
         """The rows' vectors of one field (`content` or `state`), contiguous."""
@@ -285,16 +313,20 @@ class ResidentIndex:
         s = self.slices.get(tenant)
         if s is not None and s.dim != dim:
             s = None
+        grew = False
         if s is None:
-            s = self._load(tenant, dim, seq)
+            s, grew = self._load(tenant, dim, seq), True
         elif s.seq != seq:
+            before = s.n
             s = self._patch(s, seq)
+            grew = s is None or s.n != before
         if s is None:
             return None
         s.last_used = time.monotonic()
         self.slices[tenant] = s
         self.slices.move_to_end(tenant)
-        self._evict(keep=tenant)
+        if grew:
+            self._evict(keep=tenant)
         return s if tenant in self.slices else None
 
     def _position(self) -> tuple[int, object]:

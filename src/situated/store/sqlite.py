@@ -119,8 +119,24 @@ class Store:
     # -- transactions and migrations -------------------------------------------------------
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """An IMMEDIATE transaction: takes the write lock up front, retried while busy."""
+    def transaction(self, durable: bool = True) -> Iterator[None]:
+        """An IMMEDIATE transaction: takes the write lock up front, retried while busy.
+
+        `durable=False` commits without waiting for the disk (WAL, `synchronous = NORMAL`):
+        the transaction survives a crash of the process but may be lost, whole, on power
+        loss until the next durable commit syncs the log. Only recall records use it.
+        """
+        if not durable:
+            self.db.execute("PRAGMA synchronous = NORMAL")
+        try:
+            with self._transaction():
+                yield
+        finally:
+            if not durable:
+                self.db.execute("PRAGMA synchronous = FULL")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
         for attempt in range(BUSY_RETRIES):
             try:
                 self.db.execute("BEGIN IMMEDIATE")
