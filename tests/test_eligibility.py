@@ -44,6 +44,7 @@ def test_no_read_path_leaks(
 ) -> None:
     with tempfile.TemporaryDirectory() as d:
         mem = Memory(Path(d) / "m.db", embedder="hash", resident_mb=64 if resident else 0)
+        mem.store.resident.load_after = 1
         ids: dict[str, tuple[str, str, frozenset[str], Classification]] = {}
         for i, spec in enumerate(specs):
             tenant, ns, need, cls = spec

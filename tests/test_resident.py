@@ -60,6 +60,7 @@ def twin_stores() -> tuple[Memory, Memory]:
     """One file, two connections: the resident index on and off."""
     d = Path(tempfile.mkdtemp(prefix="resident-"))
     on = Memory(d / "m.db", embedder="hash")
+    on.store.resident.load_after = 1  # from the first search
     _fill(on, 120, seed=3)
     on.revoke_consent("c1", principal=ADMIN, reason="test")
     off = Memory(d / "m.db", embedder="hash", resident_mb=0)
@@ -110,6 +111,7 @@ def _above_cut(ranked: list[tuple[int, float]]) -> set[int]:
 
 def test_other_connections_writes_are_seen(tmp_path: Path) -> None:
     reader = Memory(tmp_path / "m.db", embedder="hash")
+    reader.store.resident.load_after = 1
     writer = Memory(tmp_path / "m.db", embedder="hash", resident_mb=0)
     who = Principal(tenant="acme", roles={"admin"}, clearance="internal")
     first = writer.add("Refund the annual plan within 30 days.", principal=who,
@@ -135,6 +137,7 @@ def test_other_connections_writes_are_seen(tmp_path: Path) -> None:
 
 def test_erasure_leaves_nothing_resident(tmp_path: Path) -> None:
     reader = Memory(tmp_path / "m.db", embedder="hash")
+    reader.store.resident.load_after = 1
     writer = Memory(tmp_path / "m.db", embedder="hash", resident_mb=0)
     who = Principal(tenant="acme", roles={"admin"}, clearance="internal")
     keep = writer.add("Restart the kettle service after a deploy.", principal=who, kind="note")
@@ -156,6 +159,7 @@ def test_erasure_leaves_nothing_resident(tmp_path: Path) -> None:
 
 def test_repair_without_events_reloads(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.store.resident.load_after = 1
     who = Principal(tenant="acme", roles={"admin"}, clearance="internal")
     rec = mem.add("Drain the node before the upgrade.", principal=who, kind="note")
     # a change with no ledger event (what `rebuild(repair=True)` fixes): the state drifts
@@ -171,6 +175,7 @@ def test_repair_without_events_reloads(tmp_path: Path) -> None:
 
 
 def test_not_used_inside_a_write_transaction(mem: Memory) -> None:
+    mem.store.resident.load_after = 1
     who = Principal(tenant="acme", clearance="internal")
     mem.add("Pin the config before the release.", principal=who)
     elig = Eligibility.for_recall(who)
@@ -181,6 +186,7 @@ def test_not_used_inside_a_write_transaction(mem: Memory) -> None:
 
 def test_over_budget_tenant_uses_sqlite(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "m.db", embedder="hash", resident_mb=0.001)
+    mem.store.resident.load_after = 1
     who = Principal(tenant="acme", clearance="internal")
     rec = mem.add("Verify the backup before the migration.", principal=who, kind="note")
     b = mem.recall("migration backup", principal=who)
@@ -200,3 +206,16 @@ def test_tokens_split_like_fts5() -> None:
     assert tokens("Tests_passing, CAFÉ au-lait x2") == ["tests", "passing", "cafe", "au",
                                                        "lait", "x2"]
     assert lexical_terms("the error_rate is high") == ["error", "rate", "high"]
+
+
+def test_one_shot_process_never_loads(tmp_path: Path) -> None:
+    """The first search of a tenant runs in SQLite; the second loads the slice."""
+    who = Principal(tenant="acme", clearance="internal")
+    with Memory(tmp_path / "m.db", embedder="hash") as writer:
+        rec = writer.add("Check the invoice before the refund.", principal=who, kind="note")
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    first = mem.recall("refund invoice", principal=who)
+    assert not mem.store.resident.slices and mem.store.resident.loads == 0
+    second = mem.recall("refund invoice", principal=who)
+    assert mem.store.resident.loads == 1
+    assert [i.memory_id for i in first.items] == [i.memory_id for i in second.items] == [rec.id]

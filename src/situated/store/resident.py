@@ -50,6 +50,9 @@ DEFAULT_BUDGET_MB = 512
 """Memory the resident index may hold, all tenants together (least recently used go first)."""
 MASKS_PER_SLICE = 16
 """Time-independent eligibility masks kept per slice (one per distinct reader profile)."""
+LOAD_AFTER = 2
+"""A tenant's slice is loaded at its second search in a process: a one-shot process (a CLI
+call) searches in SQLite and never pays for a load it would not use again."""
 RELOAD_FRACTION = 0.25
 """Re-read a whole slice instead of patching it when more of its rows than this changed."""
 BM25_K1 = 1.2
@@ -172,31 +175,51 @@ class Slice:
         self.recorded_at[i] = float(rec_at)
         self.situational[i] = bool(situational)
 
-    def append(self, rid: int, meta: Sequence[Any], content: bytes, state: bytes,
-               text: str) -> None:
-        if self.n == self.cap:
-            self._alloc(self.cap * 2)
-        i = self.n
-        self.content[i] = np.frombuffer(content, dtype=np.float32)
-        self.state_vecs[i] = np.frombuffer(state, dtype=np.float32)
-        self.rids[i] = rid
-        self.set_meta(i, meta)
-        counts: dict[str, int] = {}
-        words = tokens(text)
-        for w in words:
-            counts[w] = counts.get(w, 0) + 1
-        for w, c in counts.items():
+    def extend(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Append rows as selected by `ResidentIndex._rows`: rid, the eight `_META` columns,
+        both vector blobs, the two indexed texts. Vectorised: a slice loads in one pass."""
+        k = len(rows)
+        if not k:
+            return
+        if self.n + k > self.cap:
+            self._alloc(max(self.cap * 2, self.n + k))
+        lo, hi = self.n, self.n + k
+        self.content[lo:hi] = np.frombuffer(b"".join(r[9] for r in rows), np.float32).reshape(
+            k, self.dim)
+        self.state_vecs[lo:hi] = np.frombuffer(
+            b"".join(r[10] for r in rows), np.float32).reshape(k, self.dim)
+        self.rids[lo:hi] = [int(r[0]) for r in rows]
+        for j, r in enumerate(rows):
+            self.set_meta(lo + j, r[1:9])
+            self.pos[int(r[0])] = lo + j
+        docs = [tokens(f"{r[11]} {r[12] or ''}") for r in rows]
+        lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=k)
+        self.doc_len[lo:hi] = lens
+        self.total_len += float(lens.sum())
+        self.n = hi
+        vocab: dict[str, int] = {}
+        term_ids = np.fromiter(
+            (vocab.setdefault(w, len(vocab)) for d in docs for w in d), dtype=np.int64,
+            count=int(lens.sum()),
+        )
+        if not len(term_ids):
+            return
+        row_ids = np.repeat(np.arange(lo, hi, dtype=np.int64), lens)
+        pairs, tf = np.unique(term_ids * hi + row_ids, return_counts=True)
+        terms, at = np.unique(pairs // hi, return_index=True)  # sorted by term, then row
+        row_of = (pairs % hi).astype(np.int32)
+        tf32 = tf.astype(np.float32)
+        words = list(vocab)
+        ends = [*at[1:].tolist(), len(pairs)]
+        for t, start, end in zip(terms.tolist(), at.tolist(), ends, strict=True):
+            w = words[t]
             p = self.postings.get(w)
             if p is None:
                 p = self.postings[w] = _Postings()
                 self.posting_bytes += 120 + len(w)
-            self.posting_bytes += 8
-            p.rows.append(i)
-            p.tf.append(float(c))
-        self.doc_len[i] = len(words)
-        self.total_len += len(words)
-        self.pos[rid] = i
-        self.n += 1
+            p.rows.frombytes(row_of[start:end].tobytes())
+            p.tf.frombytes(tf32[start:end].tobytes())
+        self.posting_bytes += 8 * len(pairs)
 
     # -- searching ----------------------------------------------------------------------------
 
@@ -286,6 +309,9 @@ class ResidentIndex:
         self.too_big: dict[str, int] = {}
         """Tenants whose slice exceeded the budget, with the row count at the time."""
         self.generation: object = None
+        self.load_after = LOAD_AFTER
+        self.searches: dict[str, int] = {}
+        """Searches per tenant not yet served by a slice."""
         self.loads = 0
         self.patches = 0
         self.erasures = 0
@@ -315,6 +341,9 @@ class ResidentIndex:
             s = None
         grew = False
         if s is None:
+            seen = self.searches[tenant] = self.searches.get(tenant, 0) + 1
+            if seen < self.load_after:
+                return None
             s, grew = self._load(tenant, dim, seq), True
         elif s.seq != seq:
             before = s.n
@@ -358,8 +387,7 @@ class ResidentIndex:
             self.too_big[tenant] = n
             return None
         s = Slice(tenant, dim, seq, capacity=max(64, n))
-        for row in self._rows("m.tenant = ? AND m.state != 'ERASED'", (tenant,)):
-            s.append(int(row[0]), row[1:9], row[9], row[10], f"{row[11]} {row[12] or ''}")
+        s.extend(self._rows("m.tenant = ? AND m.state != 'ERASED'", (tenant,)))
         self.loads += 1
         return s
 
@@ -391,8 +419,7 @@ class ResidentIndex:
                 s.set_meta(i, row[1:9])
         if new:
             marks = ",".join("?" * len(new))
-            for row in self._rows(f"m.rid IN ({marks}) AND m.state != 'ERASED'", new):
-                s.append(int(row[0]), row[1:9], row[9], row[10], f"{row[11]} {row[12] or ''}")
+            s.extend(self._rows(f"m.rid IN ({marks}) AND m.state != 'ERASED'", new))
         s.seq = seq
         self.patches += 1
         return s
