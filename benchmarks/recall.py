@@ -465,16 +465,15 @@ def stage_clock(store: Any, marks: dict[str, int], candidates: int | None) -> It
 
     With `candidates` set, retrieval over-fetches exactly that many (instead of the pipeline's
     own `max(20, 4 k)`), so later stages judge a known number of candidates. The store's
-    `vectors.vectors` is wrapped too: its last call after dedupe is stage 4's fetch of the
-    candidates' source-state vectors (store I/O, reported apart from stage 4-7 compute).
+    `vectors_of` is wrapped too: its last call after dedupe is stage 4's fetch of the
+    candidates' source-state vectors (reported apart from stage 4-7 compute).
     """
     names = ("retrieve", "collapse", "Briefing")
     missing = [n for n in names if not hasattr(pipeline, n)]
     if missing:
         raise SystemExit(f"situated.recall.pipeline no longer has {missing}: update stage_clock")
     real = {n: getattr(pipeline, n) for n in names}
-    index = store.vectors
-    fetch = index.vectors
+    fetch = store.vectors_of
 
     def timed_vectors(*args: Any, **kwargs: Any) -> Any:
         out = fetch(*args, **kwargs)
@@ -501,13 +500,13 @@ def stage_clock(store: Any, marks: dict[str, int], candidates: int | None) -> It
     for n, f in (("retrieve", timed_retrieve), ("collapse", timed_collapse),
                  ("Briefing", timed_briefing)):
         setattr(pipeline, n, f)
-    index.vectors = timed_vectors
+    store.vectors_of = timed_vectors
     try:
         yield
     finally:
         for n, f in real.items():
             setattr(pipeline, n, f)
-        del index.vectors  # the instance attribute; the class method shows through again
+        del store.vectors_of  # the instance attribute; the class method shows through again
 
 
 def request(q: Query, k: int = 5) -> RecallRequest:

@@ -17,7 +17,7 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from situated.errors import ConditionSyntaxError
@@ -68,13 +68,13 @@ class Condition:
     left: Any
     right: Any = None
 
-    @property
+    @cached_property
     def facts(self) -> tuple[str, ...]:
-        """Names of the facts this condition reads."""
+        """Names of the facts this condition reads (conditions are immutable: found once)."""
         return tuple(o.name for o in (self.left, self.right) if isinstance(o, Fact))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConditionResult:
     """A condition evaluated against one state."""
 

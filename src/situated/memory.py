@@ -149,6 +149,9 @@ class Health:
 class Memory:
     """Experience memory compiled at recall.
 
+    One `Memory` is used by one thread at a time: open one per thread or process; any number
+    of them may use the same file at once (WAL, busy timeout, retries).
+
     Args:
         path: the SQLite file (created if absent). One file holds everything.
         embedder: an `Embedder` or a registered name (default: the shipped static model).

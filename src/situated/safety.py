@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 _INJECTION = [
     (r"\b(ignore|disregard|forget|override)\b.{0,40}\b(instruction|prompt|rule|polic|guideline)",
@@ -42,19 +43,116 @@ _UNSAFE = [
     (r"\bchmod\s+777\b|\bcurl\b[^|]*\|\s*(ba)?sh\b", "recommends an unsafe shell command"),
 ]
 _INJECTION.extend(_UNSAFE)
-_COMPILED = [(re.compile(p, re.IGNORECASE), why) for p, why in _INJECTION]
 _HIDDEN = re.compile(r"[\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 _ENCODED = re.compile(r"(?:[A-Za-z0-9+/]{40,}={0,2})|(?:\\x[0-9a-fA-F]{2}){8,}")
+_ENCODED_RUN = 40
+"""The shortest run of base64 characters `_ENCODED` reports."""
 
-_TOOL_MENTION = re.compile(
+_TOOL_MENTION_PATTERN = (
     r"`([A-Za-z_][\w.\-]{1,63})`"
     r"|\b(?:call|invoke|use|run|execute)\s+(?:the\s+)?([A-Za-z_][\w.\-]{1,63})(?:\s+tool)?\b"
-    r"|\b([A-Za-z_][\w.]*_[\w.]+|[A-Za-z_]\w*)\s*\(",
-    re.IGNORECASE,
+    r"|\b([A-Za-z_][\w.]*_[\w.]+|[A-Za-z_]\w*)\s*\("
 )
 _STOP = frozenset(
     "the a an it this that them to and or of with for on in at by again first then".split()
 )
+
+
+def ascii_lower(text: str) -> str | None:
+    """`text` lower-cased when it is ASCII (what a `Gated` pattern's gate reads), else None."""
+    return text.lower() if text.isascii() else None
+
+
+class Gated:
+    """A compiled pattern that is searched only when the text holds the literals every match
+    of it needs.
+
+    The literals are derived from the pattern itself (`required_literals`), so the gate cannot
+    drift from the pattern. A substring test is far cheaper than the regex engine's
+    case-insensitive scan, and most texts hold none of a pattern's words. The gate is exact:
+    it only skips texts the pattern cannot match, and it applies only to ASCII texts (for
+    which case-insensitive matching is plain ASCII lower-casing); any other text is searched.
+    """
+
+    __slots__ = ("clauses", "regex")
+
+    def __init__(self, pattern: str, flags: int = re.IGNORECASE) -> None:
+        self.regex = re.compile(pattern, flags)
+        self.clauses = required_literals(pattern, flags)
+
+    def may_match(self, lowered: str | None) -> bool:
+        """False only when the text (as `ascii_lower` gives it) cannot match."""
+        if lowered is None:
+            return True
+        for clause in self.clauses:
+            for literal in clause:
+                if literal in lowered:
+                    break
+            else:
+                return False
+        return True
+
+    def search(self, text: str, lowered: str | None) -> re.Match[str] | None:
+        """`regex.search(text)`; `lowered` is `ascii_lower(text)`."""
+        return self.regex.search(text) if self.may_match(lowered) else None
+
+
+def required_literals(pattern: str, flags: int = 0) -> tuple[tuple[str, ...], ...]:
+    """Clauses of lower-cased ASCII literals: every match of `pattern` contains, ignoring
+    ASCII case, at least one literal of each clause. Empty when nothing is required (or the
+    pattern cannot be analysed: then nothing is skipped)."""
+    try:
+        from re import _constants, _parser  # type: ignore[attr-defined]
+
+        clauses = _needs(list(_parser.parse(pattern, flags)), _constants)
+    except (ImportError, AttributeError, TypeError, ValueError, IndexError, re.error):
+        return ()
+    # most selective first: all clauses must hold, so the likeliest to fail is tried first
+    ordered = sorted(set(clauses), key=lambda c: (-min(map(len, c)), len(c), sorted(c)))
+    return tuple(tuple(sorted(c, key=lambda lit: (-len(lit), lit))) for c in ordered)
+
+
+def _needs(items: list[tuple[Any, Any]], c: Any) -> list[frozenset[str]]:
+    """The clauses a sequence of parsed regex items requires (each clause is necessary)."""
+    clauses: list[frozenset[str]] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            clauses.append(frozenset({"".join(run)}))
+            run.clear()
+
+    for op, av in items:
+        if op is c.LITERAL and av < 128:
+            run.append(chr(av).lower())
+            continue
+        if op is c.AT:
+            continue  # zero-width (\\b, ^, $): the literals on either side stay adjacent
+        flush()
+        if op is c.SUBPATTERN:
+            clauses.extend(_needs(list(av[-1]), c))
+        elif op is c.BRANCH:
+            alternatives = [_needs(list(a), c) for a in av[1]]
+            if all(alternatives):
+                clauses.append(frozenset().union(*(_best(a) for a in alternatives)))
+        elif op in _repeats(c) and av[0] >= 1:
+            clauses.extend(_needs(list(av[2]), c))
+        # anything else (classes, any char, lookarounds, references) needs no literal
+    flush()
+    return clauses
+
+
+def _repeats(c: Any) -> tuple[Any, ...]:
+    return tuple(getattr(c, name) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+                 if hasattr(c, name))
+
+
+def _best(clauses: list[frozenset[str]]) -> frozenset[str]:
+    return max(clauses, key=lambda cl: (min(map(len, cl)), -len(cl), sorted(cl)))
+
+
+_COMPILED = [(Gated(p), why) for p, why in _INJECTION]
+_TOOL_MENTION = Gated(_TOOL_MENTION_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -70,22 +168,40 @@ def injection_findings(text: str) -> tuple[Finding, ...]:
     """Instruction-like, authority-claiming, hidden or encoded content in `text` (cached:
     recall re-validates the same immutable memory texts)."""
     found = []
-    for rx, why in _COMPILED:
-        m = rx.search(text)
+    lowered = ascii_lower(text)
+    for gated, why in _COMPILED:
+        m = gated.search(text, lowered)
         if m:
             found.append(Finding(why, m.group(0)[:80]))
-    if _HIDDEN.search(text):
+    if lowered is None and _HIDDEN.search(text):  # an ASCII text holds no such character
         found.append(Finding("contains hidden (zero-width or bidi) characters", ""))
-    m = _ENCODED.search(text)
+    m = _ENCODED.search(text) if _may_be_encoded(text) else None
     if m:
         found.append(Finding("embeds an encoded blob", m.group(0)[:40]))
     return tuple(found)
 
 
+def may_hold_injection(text: str) -> bool:
+    """False only when neither `text` nor any part of it has `injection_findings`: an ASCII
+    text lacking every pattern's literals and any long word (each part lacks them too)."""
+    lowered = ascii_lower(text)
+    if lowered is None or _may_be_encoded(text):
+        return True
+    return any(gated.may_match(lowered) for gated, _ in _COMPILED)
+
+
+def _may_be_encoded(text: str) -> bool:
+    """False only when `_ENCODED` cannot match: a base64 run has no whitespace, so it lies in
+    one whitespace-separated word; the other form starts with a literal `\\x`."""
+    return "\\x" in text or max(map(len, text.split()), default=0) >= _ENCODED_RUN
+
+
 def tool_mentions(text: str) -> set[str]:
     """Names the text presents as tools: `backticked`, `call X`, or `name(`."""
     names: set[str] = set()
-    for m in _TOOL_MENTION.finditer(text):
+    if not _TOOL_MENTION.may_match(ascii_lower(text)):
+        return names
+    for m in _TOOL_MENTION.regex.finditer(text):
         name = next((g for g in m.groups() if g), "")
         if name and name.lower() not in _STOP:
             names.add(name)
@@ -100,6 +216,10 @@ def disallowed_tools(text: str, allowed: Iterable[str]) -> set[str]:
 
 def prohibited_effects(text: str, prohibited: Iterable[str]) -> set[str]:
     """Prohibited effects named in `text` (whole-word, case-insensitive)."""
+    lowered = ascii_lower(text)
     return {
-        e for e in prohibited if re.search(rf"\b{re.escape(e)}\w*\b", text, re.IGNORECASE)
+        e for e in prohibited
+        # an ASCII effect absent from an ASCII text (ignoring case) cannot match
+        if (lowered is None or not e.isascii() or e.lower() in lowered)
+        and re.search(rf"\b{re.escape(e)}\w*\b", text, re.IGNORECASE)
     }

@@ -8,6 +8,7 @@ rate once that namespace has evidence, plus an exploration bonus from the poster
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from situated.models import Counters
 
@@ -15,8 +16,10 @@ EXPLORATION = 0.5
 """Weight of the posterior's standard deviation in the optimistic utility used for selection."""
 
 
+@lru_cache(maxsize=4096)
 def posterior(successes: int, uses: int) -> tuple[float, float]:
-    """Mean and standard deviation of Beta(1 + successes, 1 + failures)."""
+    """Mean and standard deviation of Beta(1 + successes, 1 + failures) (cached: counts are
+    small integers that recur across memories)."""
     a, b = 1 + successes, 1 + max(0, uses - successes)
     mean = a / (a + b)
     var = a * b / ((a + b) ** 2 * (a + b + 1))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -42,7 +43,7 @@ class Mode(StrEnum):
     INSUFFICIENT_EVIDENCE = "INSUFFICIENT_EVIDENCE"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Scores:
     """Separate numbers, never averaged into one. Hard gates are not scores."""
 
@@ -53,7 +54,7 @@ class Scores:
     expected_utility: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Claim:
     """A statement taken from a memory: transferable to now, or rejected with a reason."""
 
@@ -62,7 +63,7 @@ class Claim:
     detail: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reconstruction:
     """The run-scoped artifact of comparing one memory (then) with the present (now).
 
@@ -85,7 +86,7 @@ class Reconstruction:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GuidanceItem:
     """One piece of guidance for the present state, citing the memory it came from."""
 
@@ -101,7 +102,7 @@ class GuidanceItem:
     tokens: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rejected:
     """A candidate that was not served, with its typed reason."""
 
@@ -113,7 +114,7 @@ class Rejected:
     scores: Scores | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StageTrace:
     """One stage's decision about one candidate, for `explain`."""
 
@@ -172,7 +173,7 @@ class Briefing:
         return [{"role": "system", "content": self.render("text")}]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return briefing_dict(self)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), default=str, sort_keys=True)
@@ -196,3 +197,56 @@ class Briefing:
         if self.missing_facts:
             out.append("missing facts: " + ", ".join(self.missing_facts))
         return "\n".join(out)
+
+
+def briefing_dict(b: Briefing, trace: bool = True) -> dict[str, Any]:
+    """`dataclasses.asdict(b)` written out, without its recursive walk and deep copies (the
+    recall record stores it); `trace=False` gives it for `replace(b, trace=())`."""
+    return {
+        "recall_id": b.recall_id, "mode": b.mode,
+        "items": _seq(b.items, [_item_dict(i) for i in b.items]),
+        "rejected": _seq(b.rejected, [_rejected_dict(r) for r in b.rejected]),
+        "missing_facts": _seq(b.missing_facts, list(b.missing_facts)),
+        "budget_tokens": b.budget_tokens, "tokens_used": b.tokens_used,
+        "trace": _seq(b.trace, [trace_dict(t) for t in b.trace]) if trace else (),
+        "namespace": b.namespace,
+    }
+
+
+def scores_dict(s: Scores) -> dict[str, float]:
+    """`dataclasses.asdict` of `Scores`, without its recursive walk and deep copies."""
+    return {
+        "relevance": s.relevance, "applicability": s.applicability, "trust": s.trust,
+        "freshness": s.freshness, "expected_utility": s.expected_utility,
+    }
+
+
+def trace_dict(t: StageTrace) -> dict[str, Any]:
+    return {
+        "memory_id": t.memory_id, "stage": t.stage, "decision": t.decision,
+        "numbers": dict(t.numbers), "detail": t.detail,
+    }
+
+
+def _seq(original: Sequence[Any], converted: list[Any]) -> Any:
+    """`converted` in the container type of `original`, as `asdict` keeps it (tuple or list)."""
+    if type(original) is tuple:
+        return tuple(converted)
+    container: Any = type(original)  # a list (or a subclass), as asdict rebuilds it
+    return container(converted)
+
+
+def _item_dict(i: GuidanceItem) -> dict[str, Any]:
+    return {
+        "memory_id": i.memory_id, "text": i.text, "verdict": i.verdict,
+        "confidence": i.confidence, "scores": scores_dict(i.scores), "kind": i.kind,
+        "authority": i.authority, "source_state": i.source_state,
+        "adaptations": _seq(i.adaptations, list(i.adaptations)), "tokens": i.tokens,
+    }
+
+
+def _rejected_dict(r: Rejected) -> dict[str, Any]:
+    return {
+        "memory_id": r.memory_id, "reason": r.reason, "detail": r.detail, "stage": r.stage,
+        "verdict": r.verdict, "scores": None if r.scores is None else scores_dict(r.scores),
+    }

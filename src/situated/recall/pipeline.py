@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from situated.embed.base import Embedder
@@ -23,6 +23,8 @@ from situated.recall.briefing import (
     Scores,
     StageTrace,
     Verdict,
+    briefing_dict,
+    scores_dict,
 )
 from situated.recall.compile import knapsack, token_counter
 from situated.recall.dedupe import collapse
@@ -40,6 +42,7 @@ PIPELINE_VERSION = "1"
 OVERFETCH = 4
 """Retrieval fetches `OVERFETCH * k` candidates (at least 20) for the later stages to judge."""
 MIN_EXPECTED_UTILITY = 0.05
+_NOT_SERVED = (Verdict.NOT_APPLICABLE, Verdict.INSUFFICIENT_EVIDENCE)
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,8 @@ def run_recall(
 
     # 3 dedupe
     by_rid = {c.rid: c.record for c in candidates}
-    vecs = store.vectors.vectors("content", [c.rid for c in candidates])
+    tenant = req.principal.tenant
+    vecs = store.vectors_of("content", [c.rid for c in candidates], tenant)
     kept, dropped = collapse(candidates, by_rid, vecs, [c.rid for c in candidates])
     for dup, winner in dropped:
         detail = f"near-duplicate of {winner.record.id}"
@@ -90,7 +94,7 @@ def run_recall(
         trace.append(StageTrace(dup.record.id, "dedupe", "DUPLICATE", detail=detail))
 
     # then/now similarity against the present state alone (not the intent)
-    state_vecs = store.vectors.vectors("state", [c.rid for c in kept])
+    state_vecs = store.vectors_of("state", [c.rid for c in kept], tenant)
     recons: dict[str, Reconstruction] = {}
     scores: dict[str, Scores] = {}
     ns_counts = (
@@ -99,14 +103,17 @@ def run_recall(
     )
     budget = reconstructor.max_candidates
     fallback = RulesReconstructor()
+    state, intent, policy = req.state, req.intent, req.policy
+    state_hash = state.fingerprint()
+    model_ref = embedder.model_ref  # the same for every candidate: read once
     for c in kept:
         rec = c.record
         sv = state_vecs.get(c.rid)
         state_sim = None if c.state_similarity is None or sv is None else float(sv @ svec)
         item = ReconstructionInput(
-            record=rec, present=req.state, intent=req.intent, state_similarity=state_sim,
+            record=rec, present=state, intent=intent, state_similarity=state_sim,
             content_similarity=c.content_similarity, relevance=c.relevance,
-            policy=req.policy, embedder=embedder.model_ref,
+            policy=policy, embedder=model_ref, present_fingerprint=state_hash,
         )
         # 4 reconstruct: deterministic pre-checks first, then the reconstructor
         recon = precheck(item, as_of)
@@ -118,28 +125,26 @@ def run_recall(
             else:
                 recon = fallback.reconstruct(item)
             stage = "reconstruct"
-        trace.append(
-            StageTrace(rec.id, stage, recon.verdict.value,
-                       {"confidence": recon.confidence}
-                       | ({"state_similarity": state_sim} if state_sim is not None else {}),
-                       recon.detail)
-        )
+        numbers = {"confidence": recon.confidence}
+        if state_sim is not None:
+            numbers["state_similarity"] = state_sim
+        trace.append(StageTrace(rec.id, stage, recon.verdict.value, numbers, recon.detail))
         # 5 validate
-        checked = validate(recon, rec, req.state, req.policy)
+        checked = validate(recon, rec, state, policy)
         if checked is not recon:
             trace.append(StageTrace(rec.id, "validate", checked.verdict.value, {}, checked.detail))
             if checked.verdict is not recon.verdict:
                 stage = "validate"
         recon = checked
         recons[rec.id] = recon
-        if recon.verdict in (Verdict.NOT_APPLICABLE, Verdict.INSUFFICIENT_EVIDENCE):
+        if recon.verdict in _NOT_SERVED:
             reason = recon.reason or RejectionReason.SOURCE_STATE_MISMATCH
             rejected.append(Rejected(rec.id, reason, recon.detail, stage, recon.verdict))
             continue
         # 6 score
         s = score(rec, recon, c.relevance, now, ns_counts.get(rec.id))
         scores[rec.id] = s
-        trace.append(StageTrace(rec.id, "score", "scored", asdict(s)))
+        trace.append(StageTrace(rec.id, "score", "scored", scores_dict(s)))
 
     # 7 compile
     servable = [c for c in kept if c.record.id in scores]
@@ -235,14 +240,17 @@ def run_recall(
         "tokenizer": counter.name,
         "candidates": [c.record.id for c in candidates],
         "reconstructions": {k: reconstruction_json(v) for k, v in recons.items()},
-        "briefing": replace(briefing, trace=()).to_dict(),
+        "briefing": briefing_dict(briefing, trace=False),
         "rendered": briefing.render(),
     }
-    with store.transaction():
+    # a recall record need not wait for the disk: it survives a crash of the process, and on
+    # power loss only the last recall records before it can be lost (never a memory or event
+    # of a write, which commit durably and sync every record before them)
+    with store.transaction(durable=False):
         store.save_recall(
             StoredRecall(
                 briefing.recall_id, req.principal.tenant, now, req.namespace,
-                req.state.fingerprint(), mode.value, tuple(i.memory_id for i in items), payload,
+                state_hash, mode.value, tuple(i.memory_id for i in items), payload,
             )
         )
         store.log_event(

@@ -17,6 +17,7 @@ AUTHORITY_TRUST = {
     Authority.EXTERNALLY_VERIFIED: 0.95,
 }
 FRESHNESS_HALF_LIFE_DAYS = 180.0
+_APPLICABLE = Verdict.APPLICABLE
 
 
 def trust(record: MemoryRecord) -> float:
@@ -45,7 +46,7 @@ def score(
 ) -> Scores:
     """Separate scores; expected utility = applicability x optimistic utility rate
     (the recall namespace's rate once it has evidence, else the memory's overall rate)."""
-    applicability = recon.confidence * (1.0 if recon.verdict is Verdict.APPLICABLE else 0.7)
+    applicability = recon.confidence * (1.0 if recon.verdict is _APPLICABLE else 0.7)
     eu = applicability * optimistic(record.counters, namespace_counts)
     return Scores(
         relevance=round(relevance, 4),

@@ -8,12 +8,18 @@ left, the candidate is rejected. A fact that contradicts present evidence is rej
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 from situated.models import MemoryRecord, State, normalise_text
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import Policy
 from situated.recall.reconstruct.rules import _sentences
-from situated.safety import disallowed_tools, injection_findings, prohibited_effects
+from situated.safety import (
+    disallowed_tools,
+    injection_findings,
+    may_hold_injection,
+    prohibited_effects,
+)
 
 
 def validate(
@@ -25,37 +31,18 @@ def validate(
     contradiction = contradicts(record, present)
     if contradiction:
         return _reject(recon, RejectionReason.CONTRADICTED, contradiction)
-    kept: list[str] = []
-    rejected: list[Claim] = list(recon.rejected)
-    for sentence in _sentences(recon.guidance):
-        findings = injection_findings(sentence)
-        if findings:
-            rejected.append(
-                Claim(sentence, RejectionReason.SUSPECTED_POISONING, findings[0].reason)
-            )
-            continue
-        if policy.allowed_tools is not None:
-            bad = disallowed_tools(sentence, policy.allowed_tools)
-            if bad:
-                rejected.append(
-                    Claim(sentence, RejectionReason.SCOPE_MISMATCH,
-                          f"names tools outside the allow-list: {', '.join(sorted(bad))}")
-                )
-                continue
-        effects = prohibited_effects(sentence, policy.prohibited_effects)
-        if effects:
-            rejected.append(
-                Claim(sentence, RejectionReason.SCOPE_MISMATCH,
-                      f"asks for prohibited effects: {', '.join(sorted(effects))}")
-            )
-            continue
-        kept.append(sentence)
+    kept, screened = _screen(
+        recon.guidance,
+        None if policy.allowed_tools is None else frozenset(policy.allowed_tools),
+        frozenset(policy.prohibited_effects),
+    )
+    if not screened:
+        return recon  # every sentence kept (there is always at least one)
+    rejected: list[Claim] = [*recon.rejected, *screened]
     if not kept:
         first = rejected[-1] if rejected else None
         reason = first.reason if first and first.reason else RejectionReason.SUSPECTED_POISONING
         return _reject(recon, reason, first.detail if first else "no usable guidance", rejected)
-    if len(kept) == len(_sentences(recon.guidance)):
-        return recon
     poisoned = any(c.reason is RejectionReason.SUSPECTED_POISONING for c in rejected)
     if poisoned:
         # a memory that carries an injection is not trusted for its remaining sentences either
@@ -68,6 +55,41 @@ def validate(
         rejected=tuple(rejected),
         confidence=round(recon.confidence * len(kept) / (len(kept) + len(rejected)), 3),
     )
+
+
+@lru_cache(maxsize=8192)
+def _screen(
+    guidance: str, allowed_tools: frozenset[str] | None, prohibited: frozenset[str]
+) -> tuple[tuple[str, ...], tuple[Claim, ...]]:
+    """(kept sentences, rejected claims) of `guidance` under a policy, sentence by sentence
+    (cached: the same memory texts are screened under the same policy recall after recall)."""
+    kept: list[str] = []
+    rejected: list[Claim] = []
+    suspect = may_hold_injection(guidance)  # most texts: none of their sentences can be
+    for sentence in _sentences(guidance):
+        findings = injection_findings(sentence) if suspect else ()
+        if findings:
+            rejected.append(
+                Claim(sentence, RejectionReason.SUSPECTED_POISONING, findings[0].reason)
+            )
+            continue
+        if allowed_tools is not None:
+            bad = disallowed_tools(sentence, allowed_tools)
+            if bad:
+                rejected.append(
+                    Claim(sentence, RejectionReason.SCOPE_MISMATCH,
+                          f"names tools outside the allow-list: {', '.join(sorted(bad))}")
+                )
+                continue
+        effects = prohibited_effects(sentence, prohibited)
+        if effects:
+            rejected.append(
+                Claim(sentence, RejectionReason.SCOPE_MISMATCH,
+                      f"asks for prohibited effects: {', '.join(sorted(effects))}")
+            )
+            continue
+        kept.append(sentence)
+    return tuple(kept), tuple(rejected)
 
 
 def contradicts(record: MemoryRecord, present: State) -> str:

@@ -11,11 +11,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any
 
 from situated.errors import UnknownPlugin
-from situated.models import MemoryRecord, State
+from situated.models import MemoryRecord, State, _digest
 from situated.recall.briefing import Reconstruction
 
 
@@ -34,7 +35,7 @@ class Policy:
     version: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReconstructionInput:
     """Everything a reconstructor may look at for one candidate."""
 
@@ -47,6 +48,9 @@ class ReconstructionInput:
     policy: Policy
     embedder: str
     extra: dict[str, Any] = field(default_factory=dict)
+    present_fingerprint: str = ""
+    """`present.fingerprint()` when the caller has it (a recall computes it once for all its
+    candidates); "" to have it computed."""
 
 
 class Reconstructor(ABC):
@@ -71,13 +75,24 @@ class Reconstructor(ABC):
             "reconstructor": self.name,
             "reconstructor_version": self.version,
             "embedder": item.embedder,
-            "present_state_hash": item.present.fingerprint(),
-            "source_state_hash": src.fingerprint() if src else None,
+            "present_state_hash": item.present_fingerprint or state_fingerprint(item.present),
+            "source_state_hash": state_fingerprint(src) if src else None,
             "state_similarity": item.state_similarity,
             "content_similarity": item.content_similarity,
             "relevance": item.relevance,
             **more,
         }
+
+
+def state_fingerprint(state: State) -> str:
+    """`state.fingerprint()`, with the hash cached per described state (the same present and
+    source states are hashed for every candidate of a recall and across recalls)."""
+    return _digest_of(state.describe())
+
+
+@lru_cache(maxsize=8192)
+def _digest_of(described: str) -> str:
+    return _digest(described)
 
 
 _REGISTRY: dict[str, Callable[..., Reconstructor]] = {}

@@ -6,6 +6,7 @@ Each returns a finished `Reconstruction` when it settles the candidate, or None 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 
 from situated.conditions import ConditionResult, Truth, evaluate, parse_condition
@@ -17,6 +18,11 @@ from situated.recall.reconstruct.base import ReconstructionInput
 PRECHECK = {"reconstructor": "precheck", "reconstructor_version": "1"}
 
 
+_INVALIDATED = LifecycleState.INVALIDATED
+_LESSON = Kind.LESSON
+_MATCHED, _MISMATCHED, _UNKNOWN = Truth.MATCHED, Truth.MISMATCHED, Truth.UNKNOWN
+
+
 def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     """Expired, superseded, policy version, conditions, unknown source state, in that order."""
     rec = item.record
@@ -24,7 +30,7 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     if not (v.valid_from <= as_of < v.valid_until):
         when = from_epoch(v.valid_until).isoformat() if as_of >= v.valid_until else "later"
         return _reject(item, RejectionReason.EXPIRED, f"valid until {when}")
-    if rec.state is LifecycleState.INVALIDATED and rec.superseded_by and as_of >= v.valid_until:
+    if rec.state is _INVALIDATED and rec.superseded_by and as_of >= v.valid_until:
         return _reject(item, RejectionReason.SUPERSEDED, f"superseded by {rec.superseded_by}")
     pv, want = rec.policy_version, item.policy.version
     if pv and want and pv != want:
@@ -32,29 +38,35 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
             item, RejectionReason.POLICY_VERSION_MISMATCH,
             f"recorded under policy {pv}, present policy is {want}",
         )
-    results = evaluate_conditions(rec.conditions, item.present.facts)
-    failed = [r for r in results if r.truth is Truth.MISMATCHED]
-    if failed:
-        return _reject(
-            item, RejectionReason.CONDITION_FAILED,
-            "; ".join(f"{r.condition.text} is false ({r.detail})" for r in failed),
-            results,
-        )
-    missing = tuple(dict.fromkeys(n for r in results for n in r.missing))
-    if missing:
-        return Reconstruction(
-            memory_id=rec.id,
-            verdict=Verdict.INSUFFICIENT_EVIDENCE,
-            confidence=0.0,
-            guidance="",
-            matched=_texts(results, Truth.MATCHED),
-            unknown=_texts(results, Truth.UNKNOWN),
-            missing_facts=missing,
-            reason=RejectionReason.MISSING_EVIDENCE,
-            detail="cannot check " + ", ".join(r.condition.text for r in results if r.missing),
-            provenance=PRECHECK,
-        )
-    if rec.kind is Kind.LESSON and rec.source.state_unknown and not rec.conditions:
+    if rec.conditions:
+        ev = evaluated(rec.conditions, item.present.facts)
+        if ev.mismatched:
+            return Reconstruction(
+                memory_id=rec.id,
+                verdict=Verdict.NOT_APPLICABLE,
+                confidence=1.0,
+                guidance="",
+                matched=ev.matched,
+                mismatched=ev.mismatched,
+                unknown=ev.unknown,
+                reason=RejectionReason.CONDITION_FAILED,
+                detail=ev.failed_detail,
+                provenance=PRECHECK,
+            )
+        if ev.missing:
+            return Reconstruction(
+                memory_id=rec.id,
+                verdict=Verdict.INSUFFICIENT_EVIDENCE,
+                confidence=0.0,
+                guidance="",
+                matched=ev.matched,
+                unknown=ev.unknown,
+                missing_facts=ev.missing,
+                reason=RejectionReason.MISSING_EVIDENCE,
+                detail=ev.cannot_check,
+                provenance=PRECHECK,
+            )
+    elif rec.kind is _LESSON and rec.source.state_unknown:
         return Reconstruction(
             memory_id=rec.id,
             verdict=Verdict.INSUFFICIENT_EVIDENCE,
@@ -74,15 +86,40 @@ def evaluate_conditions(
     pre-checks and the reconstructor ask the same question in one recall)."""
     if not conditions:
         return []
+    return list(evaluated(conditions, facts).results)
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluated:
+    """Conditions evaluated on facts, with what the pre-checks and `rules` read from them."""
+
+    results: tuple[ConditionResult, ...]
+    matched: tuple[str, ...]
+    """Texts of the conditions that hold (likewise `mismatched`, `unknown`)."""
+    mismatched: tuple[str, ...]
+    unknown: tuple[str, ...]
+    missing: tuple[str, ...]
+    """Absent facts the conditions need, each once, in order."""
+    judged: frozenset[str]
+    """Names of the facts the conditions read."""
+    failed_detail: str
+    """Why the conditions fail; "" when none is false."""
+    cannot_check: str
+    """Which conditions lack facts, as the pre-check's detail."""
+
+
+def evaluated(conditions: tuple[str, ...], facts: Mapping[str, FactValue]) -> Evaluated:
+    """`conditions` evaluated on `facts`, cached per both."""
     # the value's type is part of the key: True == 1 and hash alike, but compare differently
-    key = tuple((k, type(v).__name__, v) for k, v in sorted(facts.items(), key=lambda kv: kv[0]))
-    return list(_evaluate(conditions, key))
+    # (facts have distinct names, so sorting the triples sorts by name)
+    key = tuple(sorted([(k, type(v).__name__, v) for k, v in facts.items()]))
+    return _evaluate(conditions, key)
 
 
 @lru_cache(maxsize=4096)
 def _evaluate(
     conditions: tuple[str, ...], facts: tuple[tuple[str, str, FactValue], ...]
-) -> tuple[ConditionResult, ...]:
+) -> Evaluated:
     present = {k: v for k, _, v in facts}
     out = []
     for text in conditions:
@@ -91,7 +128,31 @@ def _evaluate(
         except ConditionSyntaxError:
             continue  # validated at write; an old unparsable row is skipped, not trusted
         out.append(evaluate(cond, present))
-    return tuple(out)
+    matched: list[str] = []
+    mismatched: list[str] = []
+    unknown: list[str] = []
+    failed: list[str] = []
+    lacking: list[str] = []
+    missing: dict[str, None] = {}  # an ordered set
+    judged: set[str] = set()
+    for r in out:
+        text = r.condition.text
+        if r.truth is _MATCHED:
+            matched.append(text)
+        elif r.truth is _MISMATCHED:
+            mismatched.append(text)
+            failed.append(f"{text} is false ({r.detail})")
+        elif r.truth is _UNKNOWN:
+            unknown.append(text)
+        if r.missing:
+            lacking.append(text)
+            missing.update(dict.fromkeys(r.missing))
+        judged.update(r.condition.facts)
+    return Evaluated(
+        results=tuple(out), matched=tuple(matched), mismatched=tuple(mismatched),
+        unknown=tuple(unknown), missing=tuple(missing), judged=frozenset(judged),
+        failed_detail="; ".join(failed), cannot_check="cannot check " + ", ".join(lacking),
+    )
 
 
 def _texts(results: list[ConditionResult], truth: Truth) -> tuple[str, ...]:

@@ -27,8 +27,10 @@ How it decides, for a candidate that passed the pre-checks (conditions already h
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from functools import lru_cache
 
-from situated.conditions import Truth
 from situated.models import Authority, FactValue, Kind, MemoryRecord, State
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import (
@@ -36,7 +38,8 @@ from situated.recall.reconstruct.base import (
     Reconstructor,
     register_reconstructor,
 )
-from situated.recall.reconstruct.prechecks import evaluate_conditions
+from situated.recall.reconstruct.prechecks import evaluated
+from situated.safety import Gated, ascii_lower
 
 TEXT_THRESHOLDS: dict[str, float] = {"minilm-static": 0.55, "hash": 0.35}
 """Then/now state similarity below which a text-only memory is rejected, per embedder name."""
@@ -59,25 +62,77 @@ _CONTRASTS: list[tuple[str, str]] = [
     (r"\bclean\b", r"\bdirty\b"),
     (r"\blit\b", r"\bunlit\b"),
 ]
-_COMPILED = [(re.compile(a, re.I), re.compile(b, re.I)) for a, b in _CONTRASTS]
+_COMPILED = [(Gated(a), Gated(b)) for a, b in _CONTRASTS]
 _NUMBER_BEFORE_WORD = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)\s*([A-Za-z%$]\w*)")
+_DIGIT = re.compile(r"\d")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 
 
 def text_contrasts(then: str, now: str) -> list[str]:
     """Explicit opposites between two situation texts: ['on vs off', '3 apples vs 5 apples']."""
     found = []
-    for a, b in _COMPILED:
-        ta, tb, na, nb = a.search(then), b.search(then), a.search(now), b.search(now)
-        if ta and not tb and nb and not na:
-            found.append(f"{ta.group(0)!r} then, {nb.group(0)!r} now")
-        elif tb and not ta and na and not nb:
-            found.append(f"{tb.group(0)!r} then, {na.group(0)!r} now")
-    then_nums = {w.lower(): n for n, w in _NUMBER_BEFORE_WORD.findall(then)}
-    for n, w in _NUMBER_BEFORE_WORD.findall(now):
-        old = then_nums.get(w.lower())
-        if old is not None and float(old) != float(n):
-            found.append(f"{old} {w} then, {n} {w} now")
+    n = _marks(now)  # the present text: once per recall, whatever the candidates
+    lowered: str | None = None
+    lowered_done = False
+    for (a, b), (na, nb) in zip(_COMPILED, n.sides, strict=True):
+        if (na is None) == (nb is None):
+            continue  # a contrast needs exactly one side now: then is searched only for those
+        if not lowered_done:
+            lowered, lowered_done = ascii_lower(then), True
+        ta, tb = a.search(then, lowered), b.search(then, lowered)
+        if ta and not tb and nb is not None:
+            found.append(f"{ta.group(0)!r} then, {nb!r} now")
+        elif tb and not ta and na is not None:
+            found.append(f"{tb.group(0)!r} then, {na!r} now")
+    if n.numbers:
+        then_nums = _marks_numbers(then)[1]
+        for num, w, key, value in n.numbers:
+            old = then_nums.get(key)
+            if old is not None and old[1] != value:
+                found.append(f"{old[0]} {w} then, {num} {w} now")
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Marks:
+    """What `text_contrasts` looks for in the present text, found once per text."""
+
+    sides: tuple[tuple[str | None, str | None], ...]
+    """Per contrast: the first match of each side, or None."""
+    numbers: tuple[tuple[str, str, str, float], ...]
+    """(number, word, word lower-cased, value) for each number before a word, in order."""
+
+
+@lru_cache(maxsize=1024)
+def _marks(text: str) -> _Marks:
+    sides = []
+    lowered = ascii_lower(text)
+    for a, b in _COMPILED:
+        ma, mb = a.search(text, lowered), b.search(text, lowered)
+        sides.append((None if ma is None else ma.group(0), None if mb is None else mb.group(0)))
+    return _Marks(tuple(sides), _marks_numbers(text)[0])
+
+
+@lru_cache(maxsize=8192)
+def _marks_numbers(
+    text: str,
+) -> tuple[tuple[tuple[str, str, str, float], ...], dict[str, tuple[str, float]]]:
+    """Numbers before words in `text`: each (number, word, word lower-cased, value) in order,
+    and lower-cased word -> (number, value) of its last occurrence (never mutated)."""
+    found = _NUMBER_BEFORE_WORD.findall(text) if _DIGIT.search(text) else []
+    numbers = tuple((n, w, w.lower(), float(n)) for n, w in found)
+    return numbers, {key: (n, v) for n, _, key, v in numbers}
+
+
+_LESSON = Kind.LESSON
+_NOTHING: frozenset[str] = frozenset()
+_NUMBER_TYPES = (int, float)
+_STATELESS_CONFIDENCE = {
+    Authority.INFERRED: 0.6,
+    Authority.USER_DECLARED: 0.75,
+    Authority.SYSTEM_OBSERVED: 0.85,
+    Authority.EXTERNALLY_VERIFIED: 0.9,
+}
 
 
 def _same(a: FactValue, b: FactValue) -> bool:
@@ -91,16 +146,37 @@ def _same(a: FactValue, b: FactValue) -> bool:
 def _names_value(content: str, value: FactValue) -> bool:
     if not isinstance(value, str) or len(value.strip()) < 2:
         return False
+    return _names_text(content, value)
+
+
+@lru_cache(maxsize=8192)
+def _names_text(content: str, value: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(value.strip())}(?!\w)", content, re.I) is not None
 
 
 _TOKEN = re.compile(r"[a-z]{3,}")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
 
 def _mentions(content: str, key: str) -> bool:
     """Whether the lesson talks about the thing a fact names (a word of the key, by stem)."""
-    words = {w[:5] for w in _TOKEN.findall(content.lower())}
-    return any(t[:5] in words for t in _TOKEN.findall(key.lower().replace("_", " ")))
+    words = _stems(content)
+    return any(t in words for t in _key_stems(key))
+
+
+@lru_cache(maxsize=8192)
+def _stems(content: str) -> frozenset[str]:
+    return frozenset(w[:5] for w in _TOKEN.findall(content.lower()))
+
+
+@lru_cache(maxsize=4096)
+def _key_stems(key: str) -> tuple[str, ...]:
+    return tuple(t[:5] for t in _TOKEN.findall(key.lower().replace("_", " ")))
+
+
+@lru_cache(maxsize=8192)
+def _numbers_in(content: str) -> tuple[float, ...]:
+    return tuple(float(t) for t in _NUMBER.findall(content))
 
 
 def _material(key: str, old: FactValue, new: FactValue, content: str) -> bool:
@@ -117,19 +193,21 @@ def _material(key: str, old: FactValue, new: FactValue, content: str) -> bool:
         return True
     if isinstance(old, int | float) and isinstance(new, int | float):
         lo, hi = sorted((float(old), float(new)))
-        return any(lo < float(t) <= hi for t in re.findall(r"(?<![\w.])\d+(?:\.\d+)?", content))
+        return any(lo < t <= hi for t in _numbers_in(content))
     return _mentions(content, key)
 
 
 def _order_flips(
-    then: dict[str, FactValue], now: dict[str, FactValue], skip: set[str]
+    then: dict[str, FactValue], now: dict[str, FactValue], skip: AbstractSet[str]
 ) -> list[str]:
     """Pairs of numeric facts whose order reversed (price < budget then, price > budget now)."""
     nums = [
         k for k, v in then.items()
-        if k not in skip and isinstance(v, int | float) and not isinstance(v, bool)
-        and isinstance(now.get(k), int | float) and not isinstance(now.get(k), bool)
+        if k not in skip and isinstance(v, _NUMBER_TYPES) and not isinstance(v, bool)
+        and isinstance(now.get(k), _NUMBER_TYPES) and not isinstance(now.get(k), bool)
     ]
+    if len(nums) < 2:
+        return []
     flips = []
     for i, a in enumerate(nums):
         for b in nums[i + 1:]:
@@ -149,9 +227,17 @@ def _adapt(content: str, old: str, new: str) -> str:
     return re.sub(rf"(?<!\w){re.escape(old.strip())}(?!\w)", new, content, flags=re.I)
 
 
-def _sentences(text: str) -> list[str]:
-    parts = [p.strip() for p in re.split(r"(?<=[.!?;])\s+", text) if p.strip()]
-    return parts or [text.strip()]
+@lru_cache(maxsize=8192)
+def _sentences(text: str) -> tuple[str, ...]:
+    """The sentences of `text` (cached per text; a tuple, so the cached value is immutable)."""
+    parts = tuple(p.strip() for p in _SENTENCE_END.split(text) if p.strip())
+    return parts or (text.strip(),)
+
+
+@lru_cache(maxsize=8192)
+def _claims(text: str) -> tuple[Claim, ...]:
+    """Each sentence of `text` as a transferable claim (claims are immutable, so shared)."""
+    return tuple(Claim(s) for s in _sentences(text))
 
 
 class RulesReconstructor(Reconstructor):
@@ -170,10 +256,14 @@ class RulesReconstructor(Reconstructor):
 
     def reconstruct(self, item: ReconstructionInput) -> Reconstruction:
         rec, now = item.record, item.present
-        results = evaluate_conditions(rec.conditions, now.facts)
-        matched = [r.condition.text for r in results if r.truth is Truth.MATCHED]
+        now_facts = now.facts
+        if rec.conditions:
+            ev = evaluated(rec.conditions, now_facts)
+            matched, judged = list(ev.matched), ev.judged
+        else:
+            matched, judged = [], _NOTHING
         then = rec.source.state
-        if then is None or then.is_empty or rec.kind is not Kind.LESSON:
+        if then is None or then.is_empty or rec.kind is not _LESSON:
             # facts, preferences and notes are not situation-bound: their source state is
             # provenance (who said it, where), not a precondition; conditions still apply
             return self._stateless(item, matched)
@@ -182,15 +272,14 @@ class RulesReconstructor(Reconstructor):
         material: list[str] = []
         unknown: list[str] = []
         fact_matches: list[str] = []
-        judged = {name for r in results for name in r.condition.facts}
         soft: list[str] = []
         for key, old in then.facts.items():
             if key in judged:
                 continue  # the writer's explicit condition on this fact already decided it
-            if key not in now.facts:
+            if key not in now_facts:
                 unknown.append(f"{key} == {old!r}")
                 continue
-            new = now.facts[key]
+            new = now_facts[key]
             if _same(old, new):
                 fact_matches.append(f"{key} == {old!r}")
             elif isinstance(old, str) and isinstance(new, str) and _names_value(guidance, old):
@@ -200,9 +289,9 @@ class RulesReconstructor(Reconstructor):
                 material.append(f"{key}: {old!r} then, {new!r} now")
             else:
                 soft.append(f"{key}: {old!r} then, {new!r} now")
-        material.extend(_order_flips(then.facts, now.facts, judged))
+        material.extend(_order_flips(then.facts, now_facts, judged))
         provenance = self.provenance(item, adaptations=len(adaptations))
-        if then.facts and now.facts:
+        if then.facts and now_facts:
             return self._by_facts(
                 item, guidance, matched + fact_matches, material, soft, unknown, adaptations,
                 provenance,
@@ -229,7 +318,7 @@ class RulesReconstructor(Reconstructor):
         conf = TEXT_ONLY_MAX_CONFIDENCE * min(1.0, 0.5 + 0.5 * (sim - threshold) / span)
         return Reconstruction(
             memory_id=rec.id, verdict=Verdict.PARTIAL, confidence=round(conf, 3),
-            guidance=guidance, transferable=tuple(Claim(s) for s in _sentences(guidance)),
+            guidance=guidance, transferable=_claims(guidance),
             matched=tuple(matched), unknown=tuple(unknown), adaptations=tuple(adaptations),
             detail=f"text-only: then/now similarity {sim:.2f} (threshold {threshold:.2f}); "
             "unverified by facts",
@@ -269,24 +358,19 @@ class RulesReconstructor(Reconstructor):
         notes = [f"differs: {m}" for m in soft] + [f"unverified: {u}" for u in unknown]
         return Reconstruction(
             memory_id=rec.id, verdict=verdict, confidence=round(max(0.2, min(conf, 0.95)), 3),
-            guidance=guidance, transferable=tuple(Claim(s) for s in _sentences(guidance)),
+            guidance=guidance, transferable=_claims(guidance),
             matched=tuple(matched), mismatched=tuple(soft), unknown=tuple(unknown),
             adaptations=tuple(adaptations), detail="; ".join(notes), provenance=provenance,
         )
 
     def _stateless(self, item: ReconstructionInput, matched: list[str]) -> Reconstruction:
         rec = item.record
-        base = {
-            Authority.INFERRED: 0.6,
-            Authority.USER_DECLARED: 0.75,
-            Authority.SYSTEM_OBSERVED: 0.85,
-            Authority.EXTERNALLY_VERIFIED: 0.9,
-        }[rec.authority]
-        stateless_ok = matched or rec.kind is not Kind.LESSON
+        base = _STATELESS_CONFIDENCE[rec.authority]
+        stateless_ok = matched or rec.kind is not _LESSON
         verdict = Verdict.APPLICABLE if stateless_ok else Verdict.PARTIAL
         return Reconstruction(
             memory_id=rec.id, verdict=verdict, confidence=base, guidance=rec.content,
-            transferable=tuple(Claim(s) for s in _sentences(rec.content)),
+            transferable=_claims(rec.content),
             matched=tuple(matched), detail="no source state: judged by conditions and kind",
             provenance=self.provenance(item),
         )
