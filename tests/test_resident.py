@@ -145,13 +145,13 @@ def test_erasure_leaves_nothing_resident(tmp_path: Path) -> None:
                       kind="note")
     reader.recall("zanzibarquux vendor", principal=who)
     s = reader.store.resident.slices["acme"]
-    assert "zanzibarquux" in s.postings
+    assert "zanzibarquux" in s.vocab
 
     writer.erase(gone.id, principal=who, reason="subject asked")
     b = reader.recall("zanzibarquux vendor", principal=who)
     assert gone.id not in {i.memory_id for i in b.items} | {r.memory_id for r in b.rejected}
     s = reader.store.resident.slices["acme"]
-    assert "zanzibarquux" not in s.postings  # the slice was rebuilt without it
+    assert "zanzibarquux" not in s.vocab  # the slice was rebuilt without it
     assert s.n == 1 and keep.id in {r.id for r in reader.store.by_rids(list(s.pos), Eligibility(
         who, states=tuple(LifecycleState))).values()}
     assert not any(rec.content.startswith("Zanzibar") for _, rec in reader.store._records.values())
@@ -219,3 +219,32 @@ def test_one_shot_process_never_loads(tmp_path: Path) -> None:
     second = mem.recall("refund invoice", principal=who)
     assert mem.store.resident.loads == 1
     assert [i.memory_id for i in first.items] == [i.memory_id for i in second.items] == [rec.id]
+
+
+def test_postings_merge_keeps_bm25(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows appended later sit in the delta until a merge; scores are the same either way."""
+    import situated.store.resident as resident
+
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.store.resident.load_after = 1
+    who = Principal(tenant="acme", clearance="internal")
+    rng = np.random.default_rng(5)
+    for i in range(60):
+        mem.add(f"note {i}: " + " ".join(str(w) for w in rng.choice(WORDS, 6)), principal=who,
+                kind="note")
+    mem.recall("refund deploy", principal=who)  # loads the slice: all postings in the delta
+    s = mem.store.resident.slices["acme"]
+    assert len(s.delta[0]) and len(s.post_rows) == 0
+    terms = ["refund", "deploy", "visa", "note", "absent"]
+    before = s.bm25(terms).copy()
+    s._merge()
+    assert len(s.delta[0]) == 0 and len(s.post_rows)
+    assert np.allclose(s.bm25(terms), before)
+    monkeypatch.setattr(resident, "DELTA_MIN", 1)
+    monkeypatch.setattr(resident, "DELTA_FRACTION", 0.0)
+    new = mem.add("refund the visa fee", principal=who, kind="note")
+    b = mem.recall("refund visa", principal=who)  # patched in, merged at once
+    assert len(s.delta[0]) == 0 and s.n == 61
+    assert new.id in {i.memory_id for i in b.items}
+    rows, tf = s.postings("visa")
+    assert list(rows) == sorted(rows) and s.pos[mem.store._rid(new.id)] in set(rows.tolist())

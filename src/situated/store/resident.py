@@ -30,7 +30,6 @@ import math
 import re
 import time
 import unicodedata
-from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,6 +52,9 @@ MASKS_PER_SLICE = 16
 LOAD_AFTER = 2
 """A tenant's slice is loaded at its second search in a process: a one-shot process (a CLI
 call) searches in SQLite and never pays for a load it would not use again."""
+DELTA_MIN = 4096
+DELTA_FRACTION = 0.05
+"""Postings of appended rows are merged into the sorted arrays past this many (or share)."""
 RELOAD_FRACTION = 0.25
 """Re-read a whole slice instead of patching it when more of its rows than this changed."""
 BM25_K1 = 1.2
@@ -98,16 +100,6 @@ class Rankings:
     similarity: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
-class _Postings:
-    """One term's rows and term frequencies, appendable, viewable as numpy without copying."""
-
-    __slots__ = ("rows", "tf")
-
-    def __init__(self) -> None:
-        self.rows = array("i")
-        self.tf = array("f")
-
-
 class Slice:
     """One tenant's rows: vectors, eligibility columns and a BM25 index, in row order."""
 
@@ -119,9 +111,15 @@ class Slice:
         self.pos: dict[int, int] = {}
         self.role_keys: dict[str, int] = {}
         self.namespaces: dict[str, int] = {}
-        self.postings: dict[str, _Postings] = {}
+        self.vocab: dict[str, int] = {}
+        """term -> term id. Postings are CSR arrays (term id -> rows, term frequencies) plus a
+        small unsorted delta for rows appended since, merged when it grows: a handful of
+        numpy arrays instead of an object per term, which the garbage collector would walk."""
+        self.indptr = np.zeros(1, dtype=np.int64)
+        self.post_rows = np.zeros(0, dtype=np.int32)
+        self.post_tf = np.zeros(0, dtype=np.float32)
+        self.delta = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
         self.total_len = 0.0
-        self.posting_bytes = 0
         self.version = 0
         """Bumped on every change to the rows; keys the cached masks."""
         self._masks: dict[tuple[Any, ...], BOOL] = {}
@@ -154,7 +152,9 @@ class Slice:
         arrays = (self.content, self.state_vecs, self.rids, self.state, self.classification,
                   self.role, self.ns, self.valid_from, self.valid_until, self.recorded_at,
                   self.situational, self.doc_len)
-        return int(sum(a.nbytes for a in arrays)) + self.posting_bytes + 80 * len(self.pos)
+        postings = (self.indptr, self.post_rows, self.post_tf, *self.delta)
+        return (int(sum(a.nbytes for a in arrays + postings)) + 80 * len(self.vocab)
+                + 80 * len(self.pos))
 
     def _code(self, table: dict[str, int], value: str) -> int:
         if value not in table:
@@ -197,7 +197,7 @@ class Slice:
         self.doc_len[lo:hi] = lens
         self.total_len += float(lens.sum())
         self.n = hi
-        vocab: dict[str, int] = {}
+        vocab = self.vocab
         term_ids = np.fromiter(
             (vocab.setdefault(w, len(vocab)) for d in docs for w in d), dtype=np.int64,
             count=int(lens.sum()),
@@ -206,20 +206,40 @@ class Slice:
             return
         row_ids = np.repeat(np.arange(lo, hi, dtype=np.int64), lens)
         pairs, tf = np.unique(term_ids * hi + row_ids, return_counts=True)
-        terms, at = np.unique(pairs // hi, return_index=True)  # sorted by term, then row
-        row_of = (pairs % hi).astype(np.int32)
-        tf32 = tf.astype(np.float32)
-        words = list(vocab)
-        ends = [*at[1:].tolist(), len(pairs)]
-        for t, start, end in zip(terms.tolist(), at.tolist(), ends, strict=True):
-            w = words[t]
-            p = self.postings.get(w)
-            if p is None:
-                p = self.postings[w] = _Postings()
-                self.posting_bytes += 120 + len(w)
-            p.rows.frombytes(row_of[start:end].tobytes())
-            p.tf.frombytes(tf32[start:end].tobytes())
-        self.posting_bytes += 8 * len(pairs)
+        d_terms, d_rows, d_tf = self.delta
+        self.delta = (np.concatenate([d_terms, pairs // hi]),
+                      np.concatenate([d_rows, (pairs % hi).astype(np.int32)]),
+                      np.concatenate([d_tf, tf.astype(np.float32)]))
+        if len(self.delta[0]) > max(DELTA_MIN, DELTA_FRACTION * len(self.post_rows)):
+            self._merge()
+
+    def _merge(self) -> None:
+        """Fold the delta into the CSR arrays (each term's rows stay in row order)."""
+        counts = np.diff(self.indptr)
+        terms = np.concatenate([np.repeat(np.arange(len(counts)), counts), self.delta[0]])
+        rows = np.concatenate([self.post_rows, self.delta[1]])
+        tf = np.concatenate([self.post_tf, self.delta[2]])
+        order = np.lexsort((rows, terms))
+        self.post_rows, self.post_tf = rows[order], tf[order]
+        self.indptr = np.zeros(len(self.vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(terms, minlength=len(self.vocab)), out=self.indptr[1:])
+        self.delta = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+
+    def postings(self, term: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """The rows holding `term` and its frequency in each (empty when none)."""
+        t = self.vocab.get(term)
+        rows, tf = self.post_rows[:0], self.post_tf[:0]
+        if t is None:
+            return rows, tf
+        if t + 1 < len(self.indptr):
+            lo, hi = int(self.indptr[t]), int(self.indptr[t + 1])
+            rows, tf = self.post_rows[lo:hi], self.post_tf[lo:hi]
+        if len(self.delta[0]):
+            hit = self.delta[0] == t
+            if hit.any():
+                rows = np.concatenate([rows, self.delta[1][hit]])
+                tf = np.concatenate([tf, self.delta[2][hit]])
+        return rows, tf
 
     # -- searching ----------------------------------------------------------------------------
 
@@ -271,12 +291,10 @@ class Slice:
             return scores
         avg = max(self.total_len / self.n, 1e-9)
         for t in dict.fromkeys(terms):
-            p = self.postings.get(t)
-            if p is None:
-                continue
-            rows = np.frombuffer(p.rows, dtype=np.int32)
-            tf = np.frombuffer(p.tf, dtype=np.float32)
+            rows, tf = self.postings(t)
             df = len(rows)
+            if not df:
+                continue
             idf = max(math.log((self.n - df + 0.5) / (df + 0.5)), 1e-6)
             norm = BM25_K1 * (1.0 - BM25_B + BM25_B * self.doc_len[rows] / avg)
             scores[rows] += np.float32(idf) * tf * (BM25_K1 + 1.0) / (tf + norm)

@@ -50,7 +50,7 @@ from situated.store.vectors import SqliteVecIndex, VectorMeta, load_extension
 
 BUSY_TIMEOUT_MS = 10_000
 BUSY_RETRIES = 8
-RECORD_CACHE = 4096
+RECORD_CACHE = 1024
 """Parsed records kept per store, keyed by row id and checked against the whole row."""
 
 _COLUMNS = (
