@@ -248,3 +248,24 @@ def test_postings_merge_keeps_bm25(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert new.id in {i.memory_id for i in b.items}
     rows, tf = s.postings("visa")
     assert list(rows) == sorted(rows) and s.pos[mem.store._rid(new.id)] in set(rows.tolist())
+
+
+def test_working_set_over_budget_does_not_thrash(tmp_path: Path) -> None:
+    """Tenants taking turns over a budget that holds one slice: evicted tenants wait longer
+    for their next load each time, so most searches stay in SQLite instead of reloading."""
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    whos = [Principal(tenant=t, clearance="internal") for t in ("a", "b", "c")]
+    for who in whos:
+        for i in range(30):
+            mem.add(f"note {i} about refunds for {who.tenant}", principal=who, kind="note")
+    one = mem.store.resident.slices.get("a") or mem.store.resident._load("a", 64, 0)
+    assert one is not None
+    mem.store.resident.budget = int(one.nbytes * 1.5)  # room for one slice, not two
+    mem.store.resident.slices.clear()
+    for _ in range(40):
+        for who in whos:
+            b = mem.recall("refund", principal=who)
+            assert b.items and all(i.memory_id for i in b.items)
+    r = mem.store.resident
+    assert r.loads < 20, r.describe()  # without backoff: one load per search after the first
+    assert max(r.backoff.values()) > 1

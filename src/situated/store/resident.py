@@ -49,6 +49,7 @@ DEFAULT_BUDGET_MB = 512
 """Memory the resident index may hold, all tenants together (least recently used go first)."""
 MASKS_PER_SLICE = 16
 """Time-independent eligibility masks kept per slice (one per distinct reader profile)."""
+MAX_BACKOFF = 1024
 LOAD_AFTER = 2
 """A tenant's slice is loaded at its second search in a process: a one-shot process (a CLI
 call) searches in SQLite and never pays for a load it would not use again."""
@@ -330,6 +331,10 @@ class ResidentIndex:
         self.load_after = LOAD_AFTER
         self.searches: dict[str, int] = {}
         """Searches per tenant not yet served by a slice."""
+        self.backoff: dict[str, int] = {}
+        """Per tenant, how many times `load_after` searches its next load waits for (doubled
+        on each eviction)."""
+        self.evictions = 0
         self.loads = 0
         self.patches = 0
         self.erasures = 0
@@ -360,7 +365,7 @@ class ResidentIndex:
         grew = False
         if s is None:
             seen = self.searches[tenant] = self.searches.get(tenant, 0) + 1
-            if seen < self.load_after:
+            if seen < self.load_after * self.backoff.get(tenant, 1):
                 return None
             s, grew = self._load(tenant, dim, seq), True
         elif s.seq != seq:
@@ -454,6 +459,11 @@ class ResidentIndex:
                 self.slices.move_to_end(tenant)
                 continue
             total -= self.slices.pop(tenant).nbytes
+            # evicted: it must earn its next load with more searches than the last time, so a
+            # working set larger than the budget searches in SQLite instead of reloading
+            self.searches[tenant] = 0
+            self.backoff[tenant] = min(self.backoff.get(tenant, 1) * 2, MAX_BACKOFF)
+            self.evictions += 1
 
     def verify(self) -> int:
         """Rows of the loaded slices that disagree with the tables (must be zero): missing or
@@ -495,6 +505,7 @@ class ResidentIndex:
             "mb": round(self.nbytes() / 1e6, 1),
             "loads": self.loads,
             "patches": self.patches,
+            "evictions": self.evictions,
             "over_budget_tenants": len(self.too_big),
         }
 
