@@ -246,7 +246,7 @@ def test_postings_merge_keeps_bm25(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     b = mem.recall("refund visa", principal=who)  # patched in, merged at once
     assert len(s.delta[0]) == 0 and s.n == 61
     assert new.id in {i.memory_id for i in b.items}
-    rows, tf = s.postings("visa")
+    rows, _tf = s.postings("visa")
     assert list(rows) == sorted(rows) and s.pos[mem.store._rid(new.id)] in set(rows.tolist())
 
 
