@@ -74,6 +74,12 @@ def _member(codes: npt.NDArray[Any], allowed: Sequence[int], size: int) -> BOOL:
     return out
 
 
+def grown(rows: int) -> int:
+    """Capacity for `rows` rows with room to append: an eighth more (at least 64), so a large
+    slice grows in small steps instead of doubling its memory on one append."""
+    return rows + max(64, rows // 8)
+
+
 def tokens(text: str) -> list[str]:
     """Word tokens as FTS5's default `unicode61` tokenizer makes them: runs of letters and
     digits (underscore and punctuation separate), case-folded, diacritics removed."""
@@ -183,7 +189,7 @@ class Slice:
         if not k:
             return
         if self.n + k > self.cap:
-            self._alloc(max(self.cap * 2, self.n + k))
+            self._alloc(grown(self.n + k))
         lo, hi = self.n, self.n + k
         self.content[lo:hi] = np.frombuffer(b"".join(r[9] for r in rows), np.float32).reshape(
             k, self.dim)
@@ -409,7 +415,7 @@ class ResidentIndex:
         if n * per_row > self.budget:
             self.too_big[tenant] = n
             return None
-        s = Slice(tenant, dim, seq, capacity=max(64, n))
+        s = Slice(tenant, dim, seq, capacity=grown(n))
         s.extend(self._rows("m.tenant = ? AND m.state != 'ERASED'", (tenant,)))
         self.loads += 1
         return s
