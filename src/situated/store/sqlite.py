@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,8 +49,6 @@ from situated.store.vectors import SqliteVecIndex, VectorMeta, load_extension
 
 BUSY_TIMEOUT_MS = 10_000
 BUSY_RETRIES = 8
-RECORD_CACHE = 1024
-"""Parsed records kept per store, keyed by row id and checked against the whole row."""
 
 _COLUMNS = (
     "rid id tenant namespace kind content state_text state_facts state_unknown action success "
@@ -102,8 +99,6 @@ class Store:
         self._data_version: object = None
         self._role_key_cache: dict[str, list[str]] = {}
         self.resident = ResidentIndex(self.db, resident_mb)
-        self._records: OrderedDict[int, tuple[tuple[Any, ...], MemoryRecord]] = OrderedDict()
-        self._erasures_seen = 0
 
     def close(self) -> None:
         self.db.close()
@@ -328,7 +323,9 @@ class Store:
         )
         self.db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
         self.vectors.remove(rid)
-        self._records.pop(rid, None)
+        tenant = self._one("SELECT tenant FROM memories WHERE rid = ?", (rid,))
+        if tenant is not None:
+            self.resident.forget(str(tenant[0]))  # nothing erased stays in this process
 
     def _ledger(
         self,
@@ -366,17 +363,7 @@ class Store:
     # -- eligible reads ---------------------------------------------------------------------
 
     def _record(self, row: tuple[Any, ...]) -> MemoryRecord:
-        """The record of a row, reused while the row is unchanged (records are immutable)."""
-        rid = int(row[0])
-        hit = self._records.get(rid)
-        if hit is not None and hit[0] == row:
-            self._records.move_to_end(rid)
-            return hit[1]
-        rec = _record(row)
-        self._records[rid] = (tuple(row), rec)
-        if len(self._records) > RECORD_CACHE:
-            self._records.popitem(last=False)
-        return rec
+        return _record(row)
 
     def _role_keys(self, tenant: str) -> list[str]:
         """The distinct required-role sets of a tenant, cached until any connection writes."""
@@ -498,11 +485,7 @@ class Store:
         transaction (it may roll back), resident index off, or the tenant does not fit."""
         if self._writing or not self.vectors._ready() or self.vectors.dim is None:
             return None
-        s = self.resident.slice(elig.principal.tenant, self.vectors.dim)
-        if self.resident.erasures != self._erasures_seen:  # another process erased: forget
-            self._erasures_seen = self.resident.erasures  # parsed copies of every record
-            self._records.clear()
-        return s
+        return self.resident.slice(elig.principal.tenant, self.vectors.dim)
 
     def _allowed_keys(self, elig: Eligibility) -> list[str]:
         return elig.allowed_role_keys(self._role_keys(elig.principal.tenant))
