@@ -331,7 +331,8 @@ _META = (
 
 
 class ResidentIndex:
-    """Per-tenant slices, loaded on first search, patched from the ledger, evicted by LRU."""
+    """Per-tenant slices, loaded at a tenant's second search, patched from the ledger, evicted
+    least recently used first (an evicted tenant waits longer for its next load)."""
 
     def __init__(self, db: apsw.Connection, budget_mb: float = DEFAULT_BUDGET_MB) -> None:
         self.db = db
@@ -349,7 +350,6 @@ class ResidentIndex:
         self.evictions = 0
         self.loads = 0
         self.patches = 0
-
 
     @property
     def enabled(self) -> bool:
