@@ -90,7 +90,7 @@ def tokens(text: str) -> list[str]:
     digits (underscore and punctuation separate), case-folded, diacritics removed."""
     if not text.isascii():
         text = "".join(
-            c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
+            c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c)
         )
     return _WORD.findall(text.lower())
 
