@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -135,7 +134,6 @@ class Slice:
         self.version = 0
         """Bumped on every change to the rows; keys the cached masks."""
         self._masks: dict[tuple[Any, ...], BOOL] = {}
-        self.last_used = time.monotonic()
         self._alloc(capacity)
 
     def _alloc(self, cap: int) -> None:
@@ -312,6 +310,68 @@ class Slice:
             scores[rows] += np.float32(idf) * tf * (BM25_K1 + 1.0) / (tf + norm)
         return scores
 
+    # -- the searches the store delegates (rows `elig` may read, per `mask`) ------------------
+
+    def search(
+        self, query: F32, terms: Sequence[str], k: int, elig: Eligibility,
+        role_keys: Sequence[str],
+    ) -> Rankings:
+        """Dense top k on both vectors and BM25 top k."""
+        rows = np.flatnonzero(self.mask(elig, role_keys))
+        if not len(rows) or k <= 0:
+            return Rankings([], [], [], {})
+        q = np.asarray(query, dtype=np.float32)
+        c_sims, s_sims = self.similarities("content", q), self.similarities("state", q)
+        content = top(c_sims, rows, k)
+        state = top(s_sims, rows[self.situational[rows]], k)
+        lexical, bm = self._lexical(rows, terms, k)
+        used = np.unique(np.concatenate([content, state, lexical]))
+        rid = self.rids
+        return Rankings(
+            content=[(int(rid[i]), float(c_sims[i])) for i in content],
+            state=[(int(rid[i]), float(s_sims[i])) for i in state],
+            lexical=[(int(rid[i]), float(bm[i])) for i in lexical],
+            situational={int(rid[i]): bool(self.situational[i]) for i in used},
+            similarity={int(rid[i]): (float(c_sims[i]), float(s_sims[i])) for i in used},
+        )
+
+    def dense(
+        self, field: str, query: F32, k: int, elig: Eligibility, role_keys: Sequence[str]
+    ) -> list[tuple[int, float]]:
+        """Exact top k on one vector field (`content` or `state`): (rid, cosine)."""
+        rows = np.flatnonzero(self.mask(elig, role_keys))
+        if not len(rows) or k <= 0:
+            return []
+        sims = self.similarities(field, np.asarray(query, dtype=np.float32))
+        return [(int(self.rids[i]), float(sims[i])) for i in top(sims, rows, k)]
+
+    def lexical(
+        self, terms: Sequence[str], k: int, elig: Eligibility, role_keys: Sequence[str]
+    ) -> list[tuple[int, float]]:
+        """BM25 top k: (rid, score > 0), best first."""
+        rows = np.flatnonzero(self.mask(elig, role_keys))
+        if k <= 0:
+            return []
+        hits, bm = self._lexical(rows, terms, k)
+        return [(int(self.rids[i]), float(bm[i])) for i in hits]
+
+    def _lexical(
+        self, rows: npt.NDArray[np.intp], terms: Sequence[str], k: int
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+        """Of `rows`, the k best with a BM25 score above zero, and the scores of every row."""
+        bm = self.bm25(terms) if terms and len(rows) else np.zeros(self.n, dtype=np.float32)
+        return top(bm, rows[bm[rows] > 0], k), bm
+
+    def vectors(self, field: str, rids: Sequence[int]) -> dict[int, F32]:
+        """Copies of the stored vectors of `field` for the rids this slice holds."""
+        m = self.content if field == "content" else self.state_vecs
+        out: dict[int, F32] = {}
+        for r in rids:
+            i = self.pos.get(int(r))
+            if i is not None and i < self.n:
+                out[int(r)] = m[i].copy()
+        return out
+
 
 def top(scores: npt.NDArray[Any], rows: npt.NDArray[np.intp], k: int) -> npt.NDArray[np.intp]:
     """Of `rows`, the k with the highest score, best first; ties by row order (rows tied at
@@ -386,7 +446,6 @@ class ResidentIndex:
         if s is None:
             self.slices.pop(tenant, None)  # a refused reload must not leave the old slice
             return None
-        s.last_used = time.monotonic()
         self.slices[tenant] = s
         self.slices.move_to_end(tenant)
         if grew:
@@ -528,77 +587,3 @@ class ResidentIndex:
             "over_budget_tenants": len(self.too_big),
         }
 
-    # -- the searches the store delegates -----------------------------------------------------
-
-    def search(
-        self,
-        s: Slice,
-        query: F32,
-        terms: Sequence[str],
-        k: int,
-        elig: Eligibility,
-        role_keys: Sequence[str],
-    ) -> Rankings:
-        """Dense top k on both vectors and BM25 top k, over the rows `elig` may read."""
-        mask = self.mask(s, elig, role_keys)
-        rows = np.flatnonzero(mask)
-        if not len(rows) or k <= 0:
-            return Rankings([], [], [], {})
-        q = np.asarray(query, dtype=np.float32)
-        c_sims, s_sims = s.similarities("content", q), s.similarities("state", q)
-        content = top(c_sims, rows, k)
-        bound = rows[s.situational[rows]]
-        state = top(s_sims, bound, k) if len(bound) else bound
-        lexical: npt.NDArray[np.intp] = rows[:0]
-        bm = None
-        if terms:
-            bm = s.bm25(terms)
-            hit = rows[bm[rows] > 0]
-            lexical = top(bm, hit, k) if len(hit) else hit
-        used = np.unique(np.concatenate([content, state, lexical]))
-        rid = s.rids
-        return Rankings(
-            content=[(int(rid[i]), float(c_sims[i])) for i in content],
-            state=[(int(rid[i]), float(s_sims[i])) for i in state],
-            lexical=[] if bm is None else [(int(rid[i]), float(bm[i])) for i in lexical],
-            situational={int(rid[i]): bool(s.situational[i]) for i in used},
-            similarity={int(rid[i]): (float(c_sims[i]), float(s_sims[i])) for i in used},
-        )
-
-    def dense(
-        self, s: Slice, field: str, query: F32, k: int, elig: Eligibility,
-        role_keys: Sequence[str],
-    ) -> list[tuple[int, float]]:
-        """Exact top k on one vector field (`content` or `state`) over the eligible rows."""
-        rows = np.flatnonzero(self.mask(s, elig, role_keys))
-        if not len(rows) or k <= 0:
-            return []
-        sims = s.similarities(field, np.asarray(query, dtype=np.float32))
-        order = top(sims, rows, k)
-        return [(int(s.rids[i]), float(sims[i])) for i in order]
-
-    def lexical(
-        self, s: Slice, terms: Sequence[str], k: int, elig: Eligibility,
-        role_keys: Sequence[str],
-    ) -> list[tuple[int, float]]:
-        """BM25 top k over the eligible rows: (rid, score > 0), best first."""
-        rows = np.flatnonzero(self.mask(s, elig, role_keys))
-        if not len(rows) or k <= 0 or not terms:
-            return []
-        bm = s.bm25(terms)
-        hit = rows[bm[rows] > 0]
-        return [(int(s.rids[i]), float(bm[i])) for i in top(bm, hit, k)] if len(hit) else []
-
-    @staticmethod
-    def mask(s: Slice, elig: Eligibility, role_keys: Sequence[str]) -> BOOL:
-        return s.mask(elig, role_keys)
-
-    @staticmethod
-    def vectors(s: Slice, field: str, rids: Sequence[int]) -> dict[int, F32]:
-        m = s.content if field == "content" else s.state_vecs
-        out: dict[int, F32] = {}
-        for r in rids:
-            i = s.pos.get(int(r))
-            if i is not None and i < s.n:
-                out[int(r)] = m[i].copy()
-        return out

@@ -362,9 +362,6 @@ class Store:
 
     # -- eligible reads ---------------------------------------------------------------------
 
-    def _record(self, row: tuple[Any, ...]) -> MemoryRecord:
-        return _record(row)
-
     def _role_keys(self, tenant: str) -> list[str]:
         """The distinct required-role sets of a tenant, cached until any connection writes."""
         version = self._one("PRAGMA data_version")
@@ -391,7 +388,7 @@ class Store:
         )
         if row is None:
             raise NotFound(f"no memory {memory_id} visible to this principal")
-        return self._record(row)
+        return _record(row)
 
     def by_rids(self, rids: Sequence[int], elig: Eligibility) -> dict[int, MemoryRecord]:
         if not rids:
@@ -402,7 +399,7 @@ class Store:
             f"AND {where}",
             (*rids, *params),
         )
-        return {int(r[0]): self._record(r) for r in rows}
+        return {int(r[0]): _record(r) for r in rows}
 
     def situational(self, rids: Sequence[int], elig: Eligibility) -> dict[int, bool]:
         """For each eligible rid: is it a lesson with a known source state (situation-bound)?"""
@@ -422,7 +419,7 @@ class Store:
             f"SELECT {_SELECT} FROM memories m WHERE {where} ORDER BY m.rid LIMIT ? OFFSET ?",
             (*params, int(limit), int(offset)),
         )
-        return [self._record(r) for r in rows]
+        return [_record(r) for r in rows]
 
     def count(self, elig: Eligibility) -> dict[str, int]:
         """Eligible memories counted by lifecycle state."""
@@ -497,7 +494,7 @@ class Store:
         with self.snapshot():
             s = self._slice(elig)
             if s is not None:
-                return self.resident.dense(s, field, query, k, elig, self._allowed_keys(elig))
+                return s.dense(field, query, k, elig, self._allowed_keys(elig))
             where, params = self._where(elig, alias="")
             return self.vectors.search(field, query, k, where, params)
 
@@ -509,7 +506,7 @@ class Store:
         with self.snapshot():
             s = self._slice(elig)
             if s is not None:
-                return self.resident.lexical(s, terms, k, elig, self._allowed_keys(elig))
+                return s.lexical(terms, k, elig, self._allowed_keys(elig))
             return self._fts(terms, k, elig)
 
     def _fts(self, terms: list[str], k: int, elig: Eligibility) -> list[tuple[int, float]]:
@@ -532,7 +529,7 @@ class Store:
         with self.snapshot():
             s = self._slice(elig)
             if s is not None:
-                return self.resident.search(s, query, terms, k, elig, self._allowed_keys(elig))
+                return s.search(query, terms, k, elig, self._allowed_keys(elig))
             where, params = self._where(elig, alias="")
             content = self.vectors.search("content", query, k, where, params)
             state = self.vectors.search("state", query, k, where, params)
@@ -549,7 +546,7 @@ class Store:
     def vectors_of(self, field: str, rids: Sequence[int], tenant: str) -> dict[int, Vector]:
         """Stored vectors of `field` for rows of `tenant` (resident copy when loaded)."""
         s = None if self._writing else self.resident.slices.get(tenant)
-        out: dict[int, Vector] = dict(self.resident.vectors(s, field, rids)) if s else {}
+        out: dict[int, Vector] = dict(s.vectors(field, rids)) if s else {}
         missing = [r for r in rids if r not in out]
         if missing:
             out.update(self.vectors.vectors(field, missing))
@@ -561,7 +558,7 @@ class Store:
             "AND m.state NOT IN ('ERASED', 'REJECTED', 'REVOKED') ORDER BY m.rid LIMIT 1",
             (tenant, fingerprint),
         )
-        return None if row is None else self._record(row)
+        return None if row is None else _record(row)
 
     def same_key(
         self, tenant: str, namespace: str, entity: str, attribute: str
@@ -573,7 +570,7 @@ class Store:
             "'INVALIDATED') ORDER BY m.rid",
             (tenant, namespace, entity, attribute),
         )
-        return [self._record(r) for r in rows]
+        return [_record(r) for r in rows]
 
     def content_of(self, memory_id: str) -> MemoryRecord:
         """Unfiltered read for internal writers (supersession, feedback); never exposed."""
@@ -582,7 +579,7 @@ class Store:
         )
         if row is None:
             raise NotFound(f"no memory {memory_id}")
-        return self._record(row)
+        return _record(row)
 
     def namespace_counters(
         self, memory_ids: Sequence[str], namespace: str
