@@ -49,6 +49,8 @@ from situated.models import (
     utcnow,
     validate_input,
 )
+from situated.recall.analysis import VERSION as ANALYSIS_VERSION
+from situated.recall.analysis import analyze
 from situated.recall.briefing import Briefing
 from situated.recall.dedupe import near_duplicate
 from situated.recall.eligible import Eligibility
@@ -85,6 +87,8 @@ class _Prepared:
     actor: str
     reason: str
     data: dict[str, Any]
+    analysis: str
+    """`situated.recall.analysis` of `record`, stored with the row."""
 
 
 _ADD_DEFAULTS: dict[str, Any] = {
@@ -199,6 +203,18 @@ class Memory:
         ref = self.store.embedder_ref()
         if ref is not None and ref != self.embedder.model_ref:
             self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)  # raises
+        self._analyse_rows()
+
+    def _analyse_rows(self, batch: int = 1000) -> int:
+        """Store the analysis of rows written before it existed, or by an older `analyze`
+        (derived data, like the FTS row: recall works without it, only slower)."""
+        done = 0
+        while rows := self.store.unanalysed(ANALYSIS_VERSION, batch):
+            with self.store.transaction():
+                for rid, rec in rows:
+                    self.store.set_analysis(rid, ANALYSIS_VERSION, analyze(rec).encode())
+            done += len(rows)
+        return done
 
     def close(self) -> None:
         self.store.close()
@@ -315,6 +331,7 @@ class Memory:
         return _Prepared(
             rec, report, {"content": content_vec, "state": state_vec}, near_twins,
             principal.name, reason, {"gates": report.to_data()} | (trace or {}),
+            analyze(rec).encode(),
         )
 
     def _commit(self, p: _Prepared) -> MemoryRecord:
@@ -344,7 +361,9 @@ class Memory:
                  "fingerprint": rec.fingerprint},
             )
             return self.store.content_of(twin.id)
-        self.store.insert(rec, p.vectors, actor, p.reason, p.data)
+        self.store.insert(
+            rec, p.vectors, actor, p.reason, p.data, (ANALYSIS_VERSION, p.analysis)
+        )
         if report.rejected:
             self.store.append_event(
                 rec.id, EventType.REJECTED, "gates", "; ".join(report.reasons())

@@ -57,6 +57,11 @@ def token_counter() -> TokenCounter:
     return TokenCounter()
 
 
+def render_line(guidance: str, memory_id: str) -> str:
+    """One guidance line as served: the text, then the memory id to cite."""
+    return f"{guidance} [{memory_id}]"
+
+
 def knapsack(weights: Sequence[int], values: Sequence[float], capacity: int) -> list[int]:
     """Indices of the subset with maximal total value whose total weight fits `capacity`."""
     n = len(weights)

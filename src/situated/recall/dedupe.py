@@ -74,25 +74,40 @@ def collapse(
     n = len(items)
     order = sorted(range(n), key=lambda i: evidence_rank(record_of[key[i]]))
     norm = [normalise_text(record_of[key[i]].content) for i in range(n)]
-    have = [key[i] in vector_of for i in range(n)]
+    have = np.array([key[i] in vector_of for i in range(n)], dtype=bool)
+    # which pairs may be duplicates: the same normalised text, or lesson vectors this close
+    # (`near_duplicate` then decides each such pair; most candidates have none)
+    close = np.zeros((n, n), dtype=bool)
     sims = np.zeros((n, n), dtype=np.float32)
-    if any(have):
+    if have.any():
         dim = next(vector_of[key[i]] for i in range(n) if have[i]).shape[0]
         mat = np.stack([vector_of[key[i]] if have[i] else np.zeros(dim, np.float32)
                         for i in range(n)])
         sims = mat @ mat.T
+        close = (sims >= np.float64(NEAR_DUPLICATE)) & have[:, None] & have[None, :]
+    same_text: dict[str, list[int]] = {}
+    for i, t in enumerate(norm):
+        same_text.setdefault(t, []).append(i)
+    for group in same_text.values():
+        if len(group) > 1:
+            close[np.ix_(group, group)] = True
     kept: list[int] = []
     dropped: list[tuple[int, int]] = []
+    is_kept = np.zeros(n, dtype=bool)
     for i in order:
         twin = None
-        for j in kept:
-            sim = float(sims[i, j]) if have[i] and have[j] else None
-            close = (sim is not None and sim >= NEAR_DUPLICATE) or norm[i] == norm[j]
-            if close and near_duplicate(record_of[key[i]], record_of[key[j]], sim):
-                twin = j
-                break
+        near = close[i] & is_kept
+        if near.any():
+            for j in kept:  # in the order kept, as the first twin found wins
+                if not near[j]:
+                    continue
+                sim = float(sims[i, j]) if have[i] and have[j] else None
+                if near_duplicate(record_of[key[i]], record_of[key[j]], sim):
+                    twin = j
+                    break
         if twin is None:
             kept.append(i)
+            is_kept[i] = True
         else:
             dropped.append((i, twin))
     kept.sort()

@@ -12,7 +12,8 @@ from typing import Any
 
 from situated.embed.base import Embedder
 from situated.errors import ModelError
-from situated.models import MemoryRecord, Principal, State, utcnow
+from situated.models import Principal, State, utcnow
+from situated.recall.analysis import Analysis, analysis_of
 from situated.recall.briefing import (
     Briefing,
     GuidanceItem,
@@ -26,7 +27,7 @@ from situated.recall.briefing import (
     briefing_dict,
     scores_dict,
 )
-from situated.recall.compile import knapsack, token_counter
+from situated.recall.compile import knapsack, render_line, token_counter
 from situated.recall.dedupe import collapse
 from situated.recall.eligible import Eligibility
 from situated.recall.reconstruct.base import Policy, ReconstructionInput, Reconstructor
@@ -96,6 +97,7 @@ def run_recall(
     # then/now similarity against the present state alone (not the intent)
     state_vecs = store.vectors_of("state", [c.rid for c in kept], tenant)
     recons: dict[str, Reconstruction] = {}
+    analyses: dict[str, Analysis] = {}
     scores: dict[str, Scores] = {}
     ns_counts = (
         store.namespace_counters([c.record.id for c in kept], req.namespace)
@@ -110,10 +112,12 @@ def run_recall(
         rec = c.record
         sv = state_vecs.get(c.rid)
         state_sim = None if c.state_similarity is None or sv is None else float(sv @ svec)
+        analysis = analyses[rec.id] = analysis_of(rec, c.analysis)
         item = ReconstructionInput(
             record=rec, present=state, intent=intent, state_similarity=state_sim,
             content_similarity=c.content_similarity, relevance=c.relevance,
             policy=policy, embedder=model_ref, present_fingerprint=state_hash,
+            analysis=analysis,
         )
         # 4 reconstruct: deterministic pre-checks first, then the reconstructor
         recon = precheck(item, as_of)
@@ -130,7 +134,7 @@ def run_recall(
             numbers["state_similarity"] = state_sim
         trace.append(StageTrace(rec.id, stage, recon.verdict.value, numbers, recon.detail))
         # 5 validate
-        checked = validate(recon, rec, state, policy)
+        checked = validate(recon, rec, state, policy, analysis)
         if checked is not recon:
             trace.append(StageTrace(rec.id, "validate", checked.verdict.value, {}, checked.detail))
             if checked.verdict is not recon.verdict:
@@ -167,8 +171,15 @@ def run_recall(
                                      recons[c.record.id].verdict, s))
             trace.append(StageTrace(c.record.id, "compile", "OVER_BUDGET", detail=detail))
             continue
-        line = render_line(recons[c.record.id], c.record)
-        lines.append((c, line, counter.count(line)))
+        recon = recons[c.record.id]
+        line = render_line(recon.guidance, c.record.id)
+        counted = analyses[c.record.id].line_tokens
+        as_written = recon.guidance == c.record.content
+        if as_written and counted is not None and counted[0] == counter.name:
+            tokens = counted[1]  # counted when written, with this tokenizer
+        else:
+            tokens = counter.count(line)
+        lines.append((c, line, tokens))
     chosen = set(
         knapsack([t for _, _, t in lines],
                  [scores[c.record.id].expected_utility for c, _, _ in lines],
@@ -290,10 +301,6 @@ def reconstruction_json(r: Reconstruction) -> dict[str, Any]:
         "reason": r.reason.value if r.reason else None, "detail": r.detail,
         "provenance": r.provenance,
     }
-
-
-def render_line(recon: Reconstruction, record: MemoryRecord) -> str:
-    return f"{recon.guidance} [{record.id}]"
 
 
 def _retrieval_numbers(c: Candidate) -> dict[str, float]:

@@ -12,6 +12,7 @@ import numpy as np
 
 from situated.embed.base import Vector
 from situated.models import MemoryRecord
+from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.eligible import Eligibility
 from situated.store.resident import Rankings
 from situated.store.sqlite import Store
@@ -31,6 +32,8 @@ class Candidate:
     state_similarity: float | None
     lexical: float
     ranks: dict[str, int]
+    analysis: str | None = None
+    """The stored `situated.recall.analysis` of the record (None: not stored, or stale)."""
 
 
 def retrieve(
@@ -54,15 +57,17 @@ def retrieve(
                 ranks.setdefault(rid, {})[name] = pos + 1
                 pos += 1
         top = sorted(fused, key=lambda r: -fused[r])[:k]
-        records = store.by_rids(top, elig)  # eligibility applied again on the record table
+        # eligibility applied again on the record table
+        records = store.with_analyses(top, elig, ANALYSIS_VERSION)
         sims = _similarities(store, query, top, found, elig.principal.tenant)
     lex: dict[int, float] = dict(found.lexical)
     best = max(fused.values(), default=1.0)
     out = []
     for rid in top:
-        rec = records.get(rid)
-        if rec is None:
+        found_rec = records.get(rid)
+        if found_rec is None:
             continue
+        rec, analysis = found_rec
         c_sim, s_sim = sims[rid]
         has_state = rec.source.state is not None and not rec.source.state.is_empty
         out.append(
@@ -74,6 +79,7 @@ def retrieve(
                 state_similarity=s_sim if has_state else None,
                 lexical=lex.get(rid, 0.0),
                 ranks=ranks[rid],
+                analysis=analysis,
             )
         )
     return out

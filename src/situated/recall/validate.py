@@ -7,35 +7,48 @@ left, the candidate is rejected. A fact that contradicts present evidence is rej
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from situated.models import MemoryRecord, State, normalise_text
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import Policy
 from situated.recall.reconstruct.rules import _sentences
 from situated.safety import (
-    disallowed_tools,
     injection_findings,
     may_hold_injection,
     prohibited_effects,
+    tool_mentions,
 )
+
+if TYPE_CHECKING:
+    from situated.recall.analysis import Analysis
 
 
 def validate(
-    recon: Reconstruction, record: MemoryRecord, present: State, policy: Policy
+    recon: Reconstruction,
+    record: MemoryRecord,
+    present: State,
+    policy: Policy,
+    analysis: Analysis | None = None,
 ) -> Reconstruction:
-    """Return the reconstruction with unsafe claims stripped, or rejected with a reason."""
+    """Return the reconstruction with unsafe claims stripped, or rejected with a reason.
+
+    `analysis` (the record's, `situated.recall.analysis`) spares re-screening guidance that is
+    the lesson as written; adapted or model-written guidance is always screened itself."""
     if recon.verdict not in (Verdict.APPLICABLE, Verdict.PARTIAL):
         return recon
     contradiction = contradicts(record, present)
     if contradiction:
         return _reject(recon, RejectionReason.CONTRADICTED, contradiction)
-    kept, screened = _screen(
-        recon.guidance,
-        None if policy.allowed_tools is None else frozenset(policy.allowed_tools),
-        frozenset(policy.prohibited_effects),
-    )
+    allowed = None if policy.allowed_tools is None else frozenset(policy.allowed_tools)
+    prohibited = frozenset(policy.prohibited_effects)
+    if analysis is not None and recon.guidance == record.content:
+        kept, screened = analysis.screen(allowed, prohibited)
+    else:
+        kept, screened = _screen(recon.guidance, allowed, prohibited)
     if not screened:
         return recon  # every sentence kept (there is always at least one)
     rejected: list[Claim] = [*recon.rejected, *screened]
@@ -63,25 +76,44 @@ def _screen(
 ) -> tuple[tuple[str, ...], tuple[Claim, ...]]:
     """(kept sentences, rejected claims) of `guidance` under a policy, sentence by sentence
     (cached: the same memory texts are screened under the same policy recall after recall)."""
+    suspect = may_hold_injection(guidance)  # most texts: none of their sentences can be
+
+    def finding(_: int, sentence: str) -> str | None:
+        found = injection_findings(sentence) if suspect else ()
+        return found[0].reason if found else None
+
+    return screen_sentences(
+        _sentences(guidance), finding, lambda _, sentence: tool_mentions(sentence),
+        allowed_tools, prohibited,
+    )
+
+
+def screen_sentences(
+    sentences: Sequence[str],
+    finding: Callable[[int, str], str | None],
+    tools: Callable[[int, str], Iterable[str]],
+    allowed_tools: frozenset[str] | None,
+    prohibited: frozenset[str],
+) -> tuple[tuple[str, ...], tuple[Claim, ...]]:
+    """(kept sentences, rejected claims) under a policy, given each sentence's (by index)
+    first injection finding and the tools it mentions."""
+    ok = None if allowed_tools is None else {a.lower() for a in allowed_tools}
     kept: list[str] = []
     rejected: list[Claim] = []
-    suspect = may_hold_injection(guidance)  # most texts: none of their sentences can be
-    for sentence in _sentences(guidance):
-        findings = injection_findings(sentence) if suspect else ()
-        if findings:
-            rejected.append(
-                Claim(sentence, RejectionReason.SUSPECTED_POISONING, findings[0].reason)
-            )
+    for i, sentence in enumerate(sentences):
+        reason = finding(i, sentence)
+        if reason is not None:
+            rejected.append(Claim(sentence, RejectionReason.SUSPECTED_POISONING, reason))
             continue
-        if allowed_tools is not None:
-            bad = disallowed_tools(sentence, allowed_tools)
+        if ok is not None:
+            bad = {t for t in tools(i, sentence) if t.lower() not in ok}
             if bad:
                 rejected.append(
                     Claim(sentence, RejectionReason.SCOPE_MISMATCH,
                           f"names tools outside the allow-list: {', '.join(sorted(bad))}")
                 )
                 continue
-        effects = prohibited_effects(sentence, prohibited)
+        effects = prohibited_effects(sentence, prohibited) if prohibited else set()
         if effects:
             rejected.append(
                 Claim(sentence, RejectionReason.SCOPE_MISMATCH,

@@ -153,3 +153,15 @@ def m003_vector_rows(db: apsw.Connection) -> None:
             "INSERT INTO vectors (rid, content, state) SELECT c.rid, c.embedding, s.embedding "
             "FROM vec_content c JOIN vec_state s ON s.rid = c.rid"
         )
+
+
+@migration
+def m004_memory_analysis(db: apsw.Connection) -> None:
+    """What each memory's own text says, read once at write (`situated.recall.analysis`):
+    derived data, so existing rows start without it and are filled in by `Memory`."""
+    db.execute("ALTER TABLE memories ADD COLUMN analysis TEXT")
+    db.execute("ALTER TABLE memories ADD COLUMN analysis_version INTEGER NOT NULL DEFAULT 0")
+    db.execute(
+        "CREATE INDEX memories_analysis_version ON memories (analysis_version) "
+        "WHERE state != 'ERASED'"
+    )

@@ -13,11 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from situated.errors import UnknownPlugin
 from situated.models import MemoryRecord, State, _digest
 from situated.recall.briefing import Reconstruction
+
+if TYPE_CHECKING:
+    from situated.recall.analysis import Analysis
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,9 @@ class ReconstructionInput:
     present_fingerprint: str = ""
     """`present.fingerprint()` when the caller has it (a recall computes it once for all its
     candidates); "" to have it computed."""
+    analysis: Analysis | None = None
+    """What the memory's own text says, read when it was written (`situated.recall.analysis`);
+    None to read it from `record` (the built-in stages give the same result either way)."""
 
 
 class Reconstructor(ABC):
@@ -71,12 +77,16 @@ class Reconstructor(ABC):
 
     def provenance(self, item: ReconstructionInput, **more: Any) -> dict[str, Any]:
         src = item.record.source.state
+        if item.analysis is not None:
+            source_hash = item.analysis.source_hash
+        else:
+            source_hash = state_fingerprint(src) if src else None
         return {
             "reconstructor": self.name,
             "reconstructor_version": self.version,
             "embedder": item.embedder,
             "present_state_hash": item.present_fingerprint or state_fingerprint(item.present),
-            "source_state_hash": state_fingerprint(src) if src else None,
+            "source_state_hash": source_hash,
             "state_similarity": item.state_similarity,
             "content_similarity": item.content_similarity,
             "relevance": item.relevance,

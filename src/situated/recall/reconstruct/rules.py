@@ -30,6 +30,7 @@ import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from situated.models import Authority, FactValue, Kind, MemoryRecord, State
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
@@ -40,6 +41,9 @@ from situated.recall.reconstruct.base import (
 )
 from situated.recall.reconstruct.prechecks import evaluated
 from situated.safety import Gated, ascii_lower
+
+if TYPE_CHECKING:
+    from situated.recall.analysis import Analysis
 
 TEXT_THRESHOLDS: dict[str, float] = {"minilm-static": 0.55, "hash": 0.35}
 """Then/now state similarity below which a text-only memory is rejected, per embedder name."""
@@ -197,6 +201,16 @@ def _material(key: str, old: FactValue, new: FactValue, content: str) -> bool:
     return _mentions(content, key)
 
 
+def _material_by(key: str, old: FactValue, new: FactValue, a: Analysis) -> bool:
+    """`_material`, from the lesson's stored analysis."""
+    if isinstance(old, bool) or isinstance(new, bool):
+        return True
+    if isinstance(old, int | float) and isinstance(new, int | float):
+        lo, hi = sorted((float(old), float(new)))
+        return any(lo < t <= hi for t in a.numbers)
+    return key in a.mentions
+
+
 def _order_flips(
     then: dict[str, FactValue], now: dict[str, FactValue], skip: AbstractSet[str]
 ) -> list[str]:
@@ -240,6 +254,15 @@ def _claims(text: str) -> tuple[Claim, ...]:
     return tuple(Claim(s) for s in _sentences(text))
 
 
+def _claims_of(guidance: str, item: ReconstructionInput) -> tuple[Claim, ...]:
+    """`_claims(guidance)`, from the stored sentences when the guidance is the lesson as
+    written."""
+    a = item.analysis
+    if a is not None and guidance == item.record.content:
+        return a.claims()
+    return _claims(guidance)
+
+
 class RulesReconstructor(Reconstructor):
     """Conditions over facts, then/now fact and text comparison, value adaptation."""
 
@@ -255,7 +278,7 @@ class RulesReconstructor(Reconstructor):
         return TEXT_THRESHOLDS.get(embedder.split("@")[0], DEFAULT_TEXT_THRESHOLD)
 
     def reconstruct(self, item: ReconstructionInput) -> Reconstruction:
-        rec, now = item.record, item.present
+        rec, now, a = item.record, item.present, item.analysis
         now_facts = now.facts
         if rec.conditions:
             ev = evaluated(rec.conditions, now_facts)
@@ -282,10 +305,14 @@ class RulesReconstructor(Reconstructor):
             new = now_facts[key]
             if _same(old, new):
                 fact_matches.append(f"{key} == {old!r}")
-            elif isinstance(old, str) and isinstance(new, str) and _names_value(guidance, old):
+            elif isinstance(old, str) and isinstance(new, str) and (
+                key in a.named if a is not None and not adaptations
+                else _names_value(guidance, old)  # what the lesson says once adapted
+            ):
                 guidance = _adapt(guidance, old, new)
                 adaptations.append(f"{old!r} -> {new!r} ({key})")
-            elif _material(key, old, new, rec.content):
+            elif (_material_by(key, old, new, a) if a is not None
+                  else _material(key, old, new, rec.content)):
                 material.append(f"{key}: {old!r} then, {new!r} now")
             else:
                 soft.append(f"{key}: {old!r} then, {new!r} now")
@@ -297,7 +324,8 @@ class RulesReconstructor(Reconstructor):
                 provenance,
             )
         # text-only comparison
-        contrasts = text_contrasts(then.text, now.text)
+        contrasts = (a.contrasts(now.text) if a is not None
+                     else text_contrasts(then.text, now.text))
         if contrasts:
             return Reconstruction(
                 memory_id=rec.id, verdict=Verdict.NOT_APPLICABLE, confidence=0.6, guidance="",
@@ -318,7 +346,7 @@ class RulesReconstructor(Reconstructor):
         conf = TEXT_ONLY_MAX_CONFIDENCE * min(1.0, 0.5 + 0.5 * (sim - threshold) / span)
         return Reconstruction(
             memory_id=rec.id, verdict=Verdict.PARTIAL, confidence=round(conf, 3),
-            guidance=guidance, transferable=_claims(guidance),
+            guidance=guidance, transferable=_claims_of(guidance, item),
             matched=tuple(matched), unknown=tuple(unknown), adaptations=tuple(adaptations),
             detail=f"text-only: then/now similarity {sim:.2f} (threshold {threshold:.2f}); "
             "unverified by facts",
@@ -358,7 +386,7 @@ class RulesReconstructor(Reconstructor):
         notes = [f"differs: {m}" for m in soft] + [f"unverified: {u}" for u in unknown]
         return Reconstruction(
             memory_id=rec.id, verdict=verdict, confidence=round(max(0.2, min(conf, 0.95)), 3),
-            guidance=guidance, transferable=_claims(guidance),
+            guidance=guidance, transferable=_claims_of(guidance, item),
             matched=tuple(matched), mismatched=tuple(soft), unknown=tuple(unknown),
             adaptations=tuple(adaptations), detail="; ".join(notes), provenance=provenance,
         )
@@ -370,7 +398,7 @@ class RulesReconstructor(Reconstructor):
         verdict = Verdict.APPLICABLE if stateless_ok else Verdict.PARTIAL
         return Reconstruction(
             memory_id=rec.id, verdict=verdict, confidence=base, guidance=rec.content,
-            transferable=_claims(rec.content),
+            transferable=_claims_of(rec.content, item),
             matched=tuple(matched), detail="no source state: judged by conditions and kind",
             provenance=self.provenance(item),
         )

@@ -1,0 +1,170 @@
+"""What a memory's own text says, read once when it is written (an input of stages 4 and 5).
+
+Applicability compares a memory (then) with the present (now). Part of that comparison depends
+on the memory alone: its sentences and their safety screen, which source values and subjects
+its lesson names, the contrasts and numbers in its source-state text, and its source state's
+hash. `analyze` reads all of it once; the store keeps it with the row (`memories.analysis`, JSON
+decoded straight into the struct by msgspec), and recall compares it with the present instead
+of re-reading the text for every candidate of every recall. (Conditions are parsed once per
+process and text, `conditions.parse_condition`.)
+
+The analysis is derived data, like the FTS row: a row without one, or with one of another
+`VERSION`, is analysed on the spot with the same result (only slower), and `Memory` fills such
+rows in when it opens a store. Erasure clears it with the content. Outputs are the same with or
+without it (pinned by `tests/test_analysis.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from situated.models import FactValue, MemoryRecord
+from situated.recall.briefing import Claim
+from situated.recall.compile import render_line, token_counter
+from situated.recall.reconstruct.base import state_fingerprint
+from situated.recall.reconstruct.rules import (
+    _marks,
+    _marks_numbers,
+    _mentions,
+    _names_value,
+    _numbers_in,
+    _sentences,
+)
+from situated.recall.validate import screen_sentences
+from situated.safety import injection_findings, tool_mentions
+
+VERSION = 2
+"""Bump when `analyze` would read a text differently: stored analyses of another version are
+ignored (and recomputed when a store is opened)."""
+
+
+class Analysis(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A memory's reading of itself (what stages 4-5 need from it alone)."""
+
+    version: int
+    """`VERSION` of the `analyze` that wrote it."""
+    sentences: tuple[str, ...]
+    """The lesson's sentences (`content`), as validation splits guidance."""
+    findings: dict[int, str] = {}
+    """Sentence index -> the first injection finding's reason, for sentences with one."""
+    tools: dict[int, tuple[str, ...]] = {}
+    """Sentence index -> tool names the sentence mentions, for sentences with any."""
+    then_sides: dict[int, tuple[str | None, str | None]] = {}
+    """Contrast index -> (first match of each side) in the source-state text, where any."""
+    then_numbers: dict[str, tuple[str, float]] = {}
+    """Source-state text: word (lower-cased) -> (number, value) of a number before it."""
+    source_hash: str | None = None
+    """The source state's fingerprint (None without a source state)."""
+    named: tuple[str, ...] = ()
+    """Source facts whose text value the lesson names (adapted when they differ now)."""
+    mentions: tuple[str, ...] = ()
+    """Source facts whose subject (a word of the key) the lesson talks about."""
+    numbers: tuple[float, ...] = ()
+    """Numbers the lesson states (thresholds a numeric fact may cross)."""
+    line_tokens: tuple[str, int] | None = None
+    """(token counter name, tokens) of the lesson as a guidance line (`compile.render_line`):
+    compile counts only guidance that was adapted or rewritten."""
+
+    def claims(self) -> tuple[Claim, ...]:
+        """Each sentence of the lesson as a transferable claim."""
+        return tuple(Claim(s) for s in self.sentences)
+
+    def screen(
+        self, allowed_tools: frozenset[str] | None, prohibited: frozenset[str]
+    ) -> tuple[tuple[str, ...], tuple[Claim, ...]]:
+        """(kept sentences, rejected claims) of the lesson under a policy: what
+        `validate._screen(content, ...)` gives, from the stored screen."""
+        if not self.findings and not self.tools and not prohibited:
+            return self.sentences, ()
+        return screen_sentences(
+            self.sentences, lambda i, _: self.findings.get(i),
+            lambda i, _: self.tools.get(i, ()), allowed_tools, prohibited,
+        )
+
+    def contrasts(self, now: str) -> list[str]:
+        """`rules.text_contrasts(source text, now)`, from the stored source-text marks."""
+        found = []
+        n = _marks(now)
+        sides = self.then_sides
+        for i, (na, nb) in enumerate(n.sides):
+            if (na is None) == (nb is None):
+                continue  # a contrast needs exactly one side now
+            ta, tb = sides.get(i, (None, None))
+            if ta is not None and tb is None and nb is not None:
+                found.append(f"{ta!r} then, {nb!r} now")
+            elif tb is not None and ta is None and na is not None:
+                found.append(f"{tb!r} then, {na!r} now")
+        if n.numbers:
+            then_nums = self.then_numbers
+            for num, w, key, value in n.numbers:
+                old = then_nums.get(key)
+                if old is not None and old[1] != value:
+                    found.append(f"{old[0]} {w} then, {num} {w} now")
+        return found
+
+    def encode(self) -> str:
+        """The JSON the store keeps."""
+        return _ENCODER.encode(self).decode()
+
+
+_ENCODER = msgspec.json.Encoder()
+_DECODER = msgspec.json.Decoder(Analysis)
+
+
+def analyze(record: MemoryRecord) -> Analysis:
+    """Read a memory's text once: everything stages 4-5 need from it alone."""
+    content = record.content
+    counter = token_counter()
+    sentences = _sentences(content)
+    findings: dict[int, str] = {}
+    tools: dict[int, tuple[str, ...]] = {}
+    for i, sentence in enumerate(sentences):
+        found = injection_findings(sentence)
+        if found:
+            findings[i] = found[0].reason
+        names = tool_mentions(sentence)
+        if names:
+            tools[i] = tuple(sorted(names))
+    src = record.source.state
+    then_sides: dict[int, tuple[str | None, str | None]] = {}
+    then_numbers: dict[str, tuple[str, float]] = {}
+    facts: Mapping[str, FactValue] = {}
+    if src is not None:
+        marks = _marks(src.text)
+        then_sides = {i: s for i, s in enumerate(marks.sides) if s != (None, None)}
+        then_numbers = dict(_marks_numbers(src.text)[1])
+        facts = src.facts
+    return Analysis(
+        version=VERSION,
+        sentences=sentences,
+        findings=findings,
+        tools=tools,
+        then_sides=then_sides,
+        then_numbers=then_numbers,
+        source_hash=state_fingerprint(src) if src is not None else None,
+        named=tuple(k for k, v in facts.items() if _names_value(content, v)),
+        mentions=tuple(k for k in facts if _mentions(content, k)),
+        numbers=_numbers_in(content),
+        line_tokens=(counter.name, counter.count(render_line(content, record.id))),
+    )
+
+
+def decode(stored: str | None) -> Analysis | None:
+    """A stored analysis, or None when there is none or it is of another version."""
+    if not stored:
+        return None
+    try:
+        a = _DECODER.decode(stored)
+    except msgspec.ValidationError:
+        return None  # another version's shape
+    return a if a.version == VERSION else None
+
+
+def analysis_of(record: MemoryRecord, stored: str | None) -> Analysis:
+    """The stored analysis when it is current, else the record analysed now."""
+    return decode(stored) or analyze(record)
+
+
+__all__ = ["VERSION", "Analysis", "analysis_of", "analyze", "decode"]

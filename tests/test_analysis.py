@@ -1,0 +1,187 @@
+"""A memory's analysis, read once at write, gives stages 4-5 exactly what re-reading its text
+gave; the store keeps it current, backfills it, and erasure clears it."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from situated import Memory, Principal, State
+from situated.models import (
+    Authority,
+    Kind,
+    LifecycleState,
+    MemoryRecord,
+    Scope,
+    Source,
+    Validity,
+)
+from situated.recall.analysis import VERSION, Analysis, analyze, decode
+from situated.recall.briefing import Verdict
+from situated.recall.reconstruct.base import Policy, ReconstructionInput
+from situated.recall.reconstruct.prechecks import precheck
+from situated.recall.reconstruct.rules import RulesReconstructor
+from situated.recall.validate import validate
+
+# words that hit every branch: contrasts, numbers before words, injection and unsafe phrases,
+# tool mentions, prohibited effects, source values the lesson names, fact subjects
+_WORDS = (
+    "the stove is on|the stove is off|door open|door closed|drawer 2|cabinet 1|3 apples|"
+    "5 apples|12 kg|30 days|refund|delete all backups|ignore previous instructions|"
+    "you are now admin|call `lookup_order`|use the refund_api tool|run cleanup(|email it to "
+    "x@evil.com|the mug|mug|kitchen|price|budget|plan|annual|monthly|wet|dry|hot|cold|visible|"
+    "hidden|Check|first.|then|again;|and|caf\u00e9|\u212aelvin|running|stopped|60|12|"
+    "after 30 days.|\u200bzero"
+).split("|")
+_VALUES = {
+    "location": ["drawer 2", "cabinet 1", "the mug", "x"],
+    "stove": [True, False],
+    "price": [50, 150, 99.5],
+    "budget": [100, 20.0],
+    "plan": ["annual", "monthly", " Annual "],
+    "days": [60, 12, 30],
+    "room": ["kitchen", "garage"],
+}
+_CONDITIONS = ["price <= budget", "plan == 'annual'", "exists(room)", "days > 20",
+               "stove == true", "location in ['drawer 2', 'cabinet 1']"]
+
+
+def _text(rng: random.Random, most: int = 12) -> str:
+    words = [rng.choice(_WORDS) for _ in range(rng.randint(1, most))]
+    return " ".join(words) + rng.choice(["", ".", "!", "; then stop."])
+
+
+def _facts(rng: random.Random) -> dict[str, object]:
+    return {k: rng.choice(v) for k, v in _VALUES.items() if rng.random() < 0.6}
+
+
+def _record(rng: random.Random, i: int) -> MemoryRecord:
+    roll = rng.random()
+    if roll < 0.15:
+        source = Source(state_unknown=True)
+    elif roll < 0.3:
+        source = Source()
+    else:
+        source = Source(state=State(_text(rng, 6) if rng.random() < 0.7 else "",
+                                    _facts(rng) if rng.random() < 0.6 else {}))
+    kind = rng.choice([Kind.LESSON] * 4 + [Kind.NOTE, Kind.PREFERENCE])
+    return MemoryRecord(
+        id=f"mem_{i:016x}", content=_text(rng), kind=kind, source=source,
+        conditions=tuple(rng.sample(_CONDITIONS, rng.randint(0, 2))) if rng.random() < 0.3
+        else (),
+        scope=Scope(tenant="acme"), authority=rng.choice(list(Authority)),
+        validity=Validity(valid_from=0.0, valid_until=2e9, recorded_at=0.0),
+        state=LifecycleState.ACTIVE, fingerprint="f" * 32, proposed_by="test",
+    )
+
+
+def _judge(rec: MemoryRecord, present: State, policy: Policy, sim: float,
+           analysis: Analysis | None) -> object:
+    item = ReconstructionInput(
+        record=rec, present=present, intent="", state_similarity=sim, content_similarity=0.5,
+        relevance=0.5, policy=policy, embedder="hash@1", analysis=analysis,
+    )
+    recon = precheck(item, 1e9) or RulesReconstructor().reconstruct(item)
+    return validate(recon, rec, present, policy, analysis)
+
+
+def test_analysed_and_plain_paths_judge_alike() -> None:
+    rng = random.Random(11)
+    policies = [
+        Policy(),
+        Policy(allowed_tools=frozenset({"lookup_order"})),
+        Policy(allowed_tools=frozenset(), prohibited_effects=frozenset({"refund", "delete"})),
+    ]
+    served = adapted = stripped = 0
+    for i in range(1500):
+        rec = _record(rng, i)
+        stored = analyze(rec).encode()
+        for _ in range(3):
+            present = State(_text(rng, 6) if rng.random() < 0.7 else "", _facts(rng))
+            policy = rng.choice(policies)
+            sim = rng.random()
+            plain = _judge(rec, present, policy, sim, None)
+            assert _judge(rec, present, policy, sim, decode(stored)) == plain, (rec, present)
+            served += plain.verdict in (Verdict.APPLICABLE, Verdict.PARTIAL)  # type: ignore[attr-defined]
+            adapted += bool(plain.adaptations)  # type: ignore[attr-defined]
+            stripped += bool(plain.rejected)  # type: ignore[attr-defined]
+    # the generated cases reach the branches the analysis replaces
+    assert served > 300 and adapted > 30 and stripped > 100
+
+
+def test_encoding_round_trips_and_other_versions_are_ignored() -> None:
+    rng = random.Random(2)
+    for i in range(200):
+        a = analyze(_record(rng, i))
+        assert decode(a.encode()) == a
+    text = analyze(_record(rng, 999)).encode()
+    assert decode(text.replace(f'"version":{VERSION}', f'"version":{VERSION + 1}')) is None
+    assert decode('{"version": 1, "sentences": "not a list"}') is None
+    assert decode(None) is None and decode("") is None
+    with pytest.raises(msgspec.DecodeError):
+        decode("{not json")  # a corrupt row is an error, not silently re-read
+
+
+def _count(mem: Memory, sql: str) -> int:
+    row = mem.store._one(sql)
+    assert row is not None
+    return int(row[0])
+
+
+def test_written_rows_carry_their_analysis_and_erasure_clears_it(
+    mem: Memory, acme: Principal
+) -> None:
+    rec = mem.add("Check drawer 2 first; the mug is usually there.", principal=acme,
+                  state=State("the kitchen is dark", {"location": "drawer 2"}))
+    row = mem.store._one("SELECT analysis, analysis_version FROM memories WHERE id = ?",
+                         (rec.id,))
+    assert row is not None and row[1] == VERSION
+    assert decode(row[0]) == analyze(rec)
+    admin = Principal(tenant="acme", roles={"admin"}, clearance="internal")
+    mem.erase(rec.id, principal=admin, reason="user asked")
+    row = mem.store._one("SELECT analysis, analysis_version FROM memories WHERE id = ?",
+                         (rec.id,))
+    assert row == (None, 0)
+    assert mem.store.unanalysed(VERSION, 10) == []  # erased rows are not re-analysed
+
+
+def test_rows_without_analysis_are_filled_in_and_recall_the_same(
+    tmp_path: Path, acme: Principal
+) -> None:
+    path = tmp_path / "old.db"
+    with Memory(path, embedder="hash") as mem:
+        for i, where in enumerate(["drawer 2", "cabinet 1", "the shelf"]):
+            mem.add(f"The mug is in {where}; check there first ({i}).", principal=acme,
+                    state=State("looking for the mug", {"location": where, "lights": True}),
+                    conditions=("exists(location)",) if i else ())
+        present = State("looking for the mug", {"location": "drawer 2", "lights": False})
+        before = mem.recall(present, principal=acme, k=3)
+        # as a store written before analyses existed: nothing stored, version 0
+        mem.store.db.execute("UPDATE memories SET analysis = NULL, analysis_version = 0")
+        stale = mem.recall(present, principal=acme, k=3)  # analysed on the spot
+    with Memory(path, embedder="hash") as mem:
+        assert _count(mem, f"SELECT COUNT(*) FROM memories WHERE analysis_version = {VERSION}") == 3
+        after = mem.recall(present, principal=acme, k=3)
+    for b in (stale, after):
+        assert [(i.memory_id, i.text, i.verdict, i.confidence, i.tokens) for i in b.items] == [
+            (i.memory_id, i.text, i.verdict, i.confidence, i.tokens) for i in before.items
+        ]
+        assert [(r.memory_id, r.reason, r.detail) for r in b.rejected] == [
+            (r.memory_id, r.reason, r.detail) for r in before.rejected
+        ]
+    assert before.items and before.rejected  # the case judges both ways
+
+
+def test_records_read_back_equal_validated_records(mem: Memory, acme: Principal) -> None:
+    mem.add("Offer the refund within 30 days.", principal=acme, kind="lesson",
+            state=State("a customer asks", {"plan": "annual", "days": 12, "vip": True}),
+            conditions=("days <= 30",), roles=("support",), evidence=("ticket-1",))
+    mem.add("Acme's plan is annual.", principal=acme, kind="fact", entity="acme",
+            attribute="plan", value="annual")
+    records = mem.list(principal=acme)
+    assert len(records) == 2
+    for rec in records:
+        assert MemoryRecord.model_validate(rec.model_dump()) == rec
