@@ -21,6 +21,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from situated.errors import ConditionSyntaxError
+from situated.frozen import quick_init
 from situated.models import FactValue
 
 MAX_CONDITION_CHARS = 500
@@ -59,14 +60,19 @@ class Fact:
     name: str
 
 
+Literal = str | int | float | bool | None
+Operand = Fact | Literal | tuple[Literal, ...]
+"""A side of a condition: a fact, a literal, or a list of literals (for `in`)."""
+
+
 @dataclass(frozen=True)
 class Condition:
     """A parsed condition. `left`/`right` are `Fact` or literal values."""
 
     text: str
     op: str
-    left: Any
-    right: Any = None
+    left: Operand
+    right: Operand = None
 
     @cached_property
     def facts(self) -> tuple[str, ...]:
@@ -74,6 +80,7 @@ class Condition:
         return tuple(o.name for o in (self.left, self.right) if isinstance(o, Fact))
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ConditionResult:
     """A condition evaluated against one state."""
@@ -159,7 +166,8 @@ def _operand(node: ast.expr, src: str) -> Any:
 def evaluate(cond: Condition, facts: Mapping[str, FactValue]) -> ConditionResult:
     """Evaluate a condition on facts: MATCHED, MISMATCHED, or UNKNOWN when a fact is absent."""
     if cond.op in ("exists", "not exists"):
-        present = cond.left.name in facts and facts[cond.left.name] is not None
+        name = cond.facts[0]  # exists() takes one fact
+        present = name in facts and facts[name] is not None
         ok = present if cond.op == "exists" else not present
         return ConditionResult(cond, Truth.MATCHED if ok else Truth.MISMATCHED)
     missing = tuple(n for n in cond.facts if n not in facts)

@@ -1,12 +1,12 @@
 """What a memory's own text says, read once when it is written (an input of stages 4 and 5).
 
 Applicability compares a memory (then) with the present (now). Part of that comparison depends
-on the memory alone: its sentences and their safety screen, which source values and subjects
-its lesson names, the contrasts and numbers in its source-state text, and its source state's
-hash. `analyze` reads all of it once; the store keeps it with the row (`memories.analysis`, JSON
-decoded straight into the struct by msgspec), and recall compares it with the present instead
-of re-reading the text for every candidate of every recall. (Conditions are parsed once per
-process and text, `conditions.parse_condition`.)
+on the memory alone: its conditions parsed, its sentences and their safety screen, which source
+values and subjects its lesson names, the contrasts and numbers in its source-state text, its
+source state's hash, the tokens of its guidance line. `analyze` reads all of it once; the store
+keeps it with the row (`memories.analysis`, JSON decoded straight into the struct by msgspec),
+and recall compares it with the present instead of re-reading the text for every candidate of
+every recall.
 
 The analysis is derived data, like the FTS row: a row without one, or with one of another
 `VERSION`, is analysed on the spot with the same result (only slower), and `Memory` fills such
@@ -20,6 +20,8 @@ from collections.abc import Mapping
 
 import msgspec
 
+from situated.conditions import Condition, parse_condition
+from situated.errors import ConditionSyntaxError
 from situated.models import FactValue, MemoryRecord
 from situated.recall.briefing import Claim
 from situated.recall.compile import render_line, token_counter
@@ -35,7 +37,7 @@ from situated.recall.reconstruct.rules import (
 from situated.recall.validate import screen_sentences
 from situated.safety import injection_findings, tool_mentions
 
-VERSION = 2
+VERSION = 3
 """Bump when `analyze` would read a text differently: stored analyses of another version are
 ignored (and recomputed when a store is opened)."""
 
@@ -47,6 +49,8 @@ class Analysis(msgspec.Struct, frozen=True, omit_defaults=True):
     """`VERSION` of the `analyze` that wrote it."""
     sentences: tuple[str, ...]
     """The lesson's sentences (`content`), as validation splits guidance."""
+    conditions: tuple[Condition, ...] = ()
+    """The memory's conditions, parsed (an unparsable one of an old row is left out)."""
     findings: dict[int, str] = {}
     """Sentence index -> the first injection finding's reason, for sentences with one."""
     tools: dict[int, tuple[str, ...]] = {}
@@ -117,6 +121,12 @@ def analyze(record: MemoryRecord) -> Analysis:
     """Read a memory's text once: everything stages 4-5 need from it alone."""
     content = record.content
     counter = token_counter()
+    conditions = []
+    for text in record.conditions:
+        try:
+            conditions.append(parse_condition(text))
+        except ConditionSyntaxError:
+            continue  # validated at write; an old unparsable row is skipped, not trusted
     sentences = _sentences(content)
     findings: dict[int, str] = {}
     tools: dict[int, tuple[str, ...]] = {}
@@ -138,6 +148,7 @@ def analyze(record: MemoryRecord) -> Analysis:
         facts = src.facts
     return Analysis(
         version=VERSION,
+        conditions=tuple(conditions),
         sentences=sentences,
         findings=findings,
         tools=tools,

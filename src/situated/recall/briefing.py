@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from situated.frozen import quick_init
+
 
 class Verdict(StrEnum):
     """The reconstructor's decision about one candidate in the present state."""
@@ -43,6 +45,7 @@ class Mode(StrEnum):
     INSUFFICIENT_EVIDENCE = "INSUFFICIENT_EVIDENCE"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Scores:
     """Separate numbers, never averaged into one. Hard gates are not scores."""
@@ -54,6 +57,7 @@ class Scores:
     expected_utility: float = 0.0
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Claim:
     """A statement taken from a memory: transferable to now, or rejected with a reason."""
@@ -63,6 +67,7 @@ class Claim:
     detail: str = ""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Reconstruction:
     """The run-scoped artifact of comparing one memory (then) with the present (now).
@@ -86,6 +91,7 @@ class Reconstruction:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class GuidanceItem:
     """One piece of guidance for the present state, citing the memory it came from."""
@@ -102,6 +108,7 @@ class GuidanceItem:
     tokens: int = 0
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Rejected:
     """A candidate that was not served, with its typed reason."""
@@ -114,6 +121,7 @@ class Rejected:
     scores: Scores | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StageTrace:
     """One stage's decision about one candidate, for `explain`."""

@@ -16,6 +16,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from situated.errors import UnknownPlugin
+from situated.frozen import quick_init
 from situated.models import MemoryRecord, State, _digest
 from situated.recall.briefing import Reconstruction
 
@@ -38,6 +39,7 @@ class Policy:
     version: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ReconstructionInput:
     """Everything a reconstructor may look at for one candidate."""

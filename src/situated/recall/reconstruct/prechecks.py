@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 
-from situated.conditions import ConditionResult, Truth, evaluate, parse_condition
+from situated.conditions import Condition, ConditionResult, Truth, evaluate, parse_condition
 from situated.errors import ConditionSyntaxError
+from situated.frozen import quick_init
 from situated.models import FactValue, Kind, LifecycleState, from_epoch
 from situated.recall.briefing import Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import ReconstructionInput
@@ -39,7 +39,8 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
             f"recorded under policy {pv}, present policy is {want}",
         )
     if rec.conditions:
-        ev = evaluated(rec.conditions, item.present.facts)
+        a = item.analysis
+        ev = evaluated(rec.conditions, item.present.facts, a.conditions if a else None)
         if ev.mismatched:
             return Reconstruction(
                 memory_id=rec.id,
@@ -89,6 +90,7 @@ def evaluate_conditions(
     return list(evaluated(conditions, facts).results)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Evaluated:
     """Conditions evaluated on facts, with what the pre-checks and `rules` read from them."""
@@ -108,26 +110,44 @@ class Evaluated:
     """Which conditions lack facts, as the pre-check's detail."""
 
 
-def evaluated(conditions: tuple[str, ...], facts: Mapping[str, FactValue]) -> Evaluated:
-    """`conditions` evaluated on `facts`, cached per both."""
+_CACHE: dict[tuple[tuple[str, ...], tuple[tuple[str, str, FactValue], ...]], Evaluated] = {}
+_CACHE_SIZE = 4096
+
+
+def evaluated(
+    conditions: tuple[str, ...],
+    facts: Mapping[str, FactValue],
+    parsed: tuple[Condition, ...] | None = None,
+) -> Evaluated:
+    """`conditions` evaluated on `facts`, cached per both (the pre-checks and `rules` ask the
+    same question of a candidate). `parsed`: the conditions already parsed (a memory's
+    analysis), the parseable ones in order."""
     # the value's type is part of the key: True == 1 and hash alike, but compare differently
     # (facts have distinct names, so sorting the triples sorts by name)
-    key = tuple(sorted([(k, type(v).__name__, v) for k, v in facts.items()]))
-    return _evaluate(conditions, key)
+    key = (conditions, tuple(sorted([(k, type(v).__name__, v) for k, v in facts.items()])))
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _evaluate(conditions, facts, parsed)
+        if len(_CACHE) >= _CACHE_SIZE:
+            del _CACHE[next(iter(_CACHE))]  # the oldest entry
+        _CACHE[key] = hit
+    return hit
 
 
-@lru_cache(maxsize=4096)
 def _evaluate(
-    conditions: tuple[str, ...], facts: tuple[tuple[str, str, FactValue], ...]
+    conditions: tuple[str, ...],
+    present: Mapping[str, FactValue],
+    parsed: tuple[Condition, ...] | None,
 ) -> Evaluated:
-    present = {k: v for k, _, v in facts}
-    out = []
-    for text in conditions:
-        try:
-            cond = parse_condition(text)
-        except ConditionSyntaxError:
-            continue  # validated at write; an old unparsable row is skipped, not trusted
-        out.append(evaluate(cond, present))
+    if parsed is None:
+        found = []
+        for text in conditions:
+            try:
+                found.append(parse_condition(text))
+            except ConditionSyntaxError:
+                continue  # validated at write; an old unparsable row is skipped, not trusted
+        parsed = tuple(found)
+    out = [evaluate(cond, present) for cond in parsed]
     matched: list[str] = []
     mismatched: list[str] = []
     unknown: list[str] = []

@@ -281,7 +281,7 @@ class RulesReconstructor(Reconstructor):
         rec, now, a = item.record, item.present, item.analysis
         now_facts = now.facts
         if rec.conditions:
-            ev = evaluated(rec.conditions, now_facts)
+            ev = evaluated(rec.conditions, now_facts, a.conditions if a else None)
             matched, judged = list(ev.matched), ev.judged
         else:
             matched, judged = [], _NOTHING
