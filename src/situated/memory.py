@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import logging
 import re
 import uuid
 import warnings
@@ -90,6 +91,8 @@ class _Prepared:
     analysis: str
     """`situated.recall.analysis` of `record`, stored with the row."""
 
+
+log = logging.getLogger("situated")
 
 _ADD_DEFAULTS: dict[str, Any] = {
     "kind": Kind.LESSON, "namespace": "default", "state": None, "action": None,
@@ -214,6 +217,8 @@ class Memory:
                 for rid, rec in rows:
                     self.store.set_analysis(rid, ANALYSIS_VERSION, analyze(rec).encode())
             done += len(rows)
+        if done:
+            log.info("stored the analysis of %d memories written without a current one", done)
         return done
 
     def close(self) -> None:
