@@ -81,7 +81,7 @@ from situated.embed import DEFAULT_EMBEDDER, get_embedder
 from situated.embed.base import Embedder, Vector
 from situated.models import MemoryRecord
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
-from situated.recall.analysis import analyze
+from situated.recall.analysis import stored_form
 from situated.recall.eligible import Eligibility
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy
@@ -363,7 +363,7 @@ def bulk_load(mem: Memory, emb: Precomputed, specs: Sequence[Spec]) -> list[int]
                 rid = store.insert(
                     rec, {"content": spec.content_vec, "state": spec.state_vec},
                     who.name, "proposed via bulk load",
-                    analysis=(ANALYSIS_VERSION, analyze(rec).encode()),
+                    analysis=(ANALYSIS_VERSION, stored_form(rec)),
                 )
                 decision = mem.promotion.decide(rec)
                 if decision.promote:

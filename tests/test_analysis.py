@@ -6,9 +6,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import msgspec
-import pytest
-
 from situated import Memory, Principal, State
 from situated.models import (
     Authority,
@@ -19,7 +16,7 @@ from situated.models import (
     Source,
     Validity,
 )
-from situated.recall.analysis import VERSION, Analysis, analyze, decode
+from situated.recall.analysis import VERSION, Analysis, analyze, decode, stored_form
 from situated.recall.briefing import Verdict
 from situated.recall.reconstruct.base import Policy, ReconstructionInput
 from situated.recall.reconstruct.prechecks import precheck
@@ -121,8 +118,31 @@ def test_encoding_round_trips_and_other_versions_are_ignored() -> None:
     assert decode(text.replace(f'"version":{VERSION}', f'"version":{VERSION + 1}')) is None
     assert decode('{"version": 1, "sentences": "not a list"}') is None
     assert decode(None) is None and decode("") is None
-    with pytest.raises(msgspec.DecodeError):
-        decode("{not json")  # a corrupt row is an error, not silently re-read
+    assert decode("{not json") is None  # damaged derived data: the text is read instead
+
+
+def test_what_storage_would_change_is_not_stored() -> None:
+    rng = random.Random(4)
+    ok = _record(rng, 1)
+    assert stored_form(ok) == analyze(ok).encode()
+    # an infinite literal would come back as null (and flip the condition); a lone surrogate
+    # cannot be encoded at all; a 400-digit number is infinite as a float
+    for changes in ({"conditions": ("price < 1e999",)}, {"conditions": ("x == '\\ud800'",)},
+                    {"content": "Wait " + "9" * 400 + " seconds."}):
+        rec = ok.model_copy(update=changes)
+        assert stored_form(rec) is None, changes
+
+
+def test_a_memory_whose_analysis_cannot_be_stored_is_judged_from_its_text(
+    mem: Memory, acme: Principal
+) -> None:
+    rec = mem.add("Any price is fine.", principal=acme, conditions=("price < 1e999",),
+                  state=State("shopping", {"price": 5}))
+    row = mem.store._one("SELECT analysis, analysis_version FROM memories WHERE id = ?",
+                         (rec.id,))
+    assert row == (None, VERSION)  # marked, so it is not analysed again at every open
+    b = mem.recall(State("shopping", {"price": 5}), principal=acme)
+    assert [i.memory_id for i in b.items] == [rec.id]  # 5 < inf holds
 
 
 def _count(mem: Memory, sql: str) -> int:
@@ -185,3 +205,91 @@ def test_records_read_back_equal_validated_records(mem: Memory, acme: Principal)
     assert len(records) == 2
     for rec in records:
         assert MemoryRecord.model_validate(rec.model_dump()) == rec
+        # every field set, in the record and its parts (the store builds them unvalidated)
+        for model in (rec, rec.source, rec.scope, rec.validity, rec.source.outcome):
+            assert set(vars(model)) == set(type(model).model_fields), type(model)
+
+
+def test_undecodable_file_names_in_evidence_read_back(mem: Memory, acme: Principal) -> None:
+    # json.dumps escapes a lone surrogate (os.fsdecode of a non-UTF-8 name); msgspec refuses it
+    rec = mem.add("Check the log first.", principal=acme, evidence=("/data/caf\udce9.txt",),
+                  state=State("the job failed", {"job": "nightly"}))
+    assert rec.source.evidence == ("/data/caf\udce9.txt",)
+    b = mem.recall(State("the job failed", {"job": "nightly"}), principal=acme)
+    assert [i.memory_id for i in b.items] == [rec.id]
+
+
+def test_erasure_empties_the_text_caches(mem: Memory, acme: Principal) -> None:
+    from situated.recall.reconstruct.rules import _sentences
+    from situated.safety import injection_findings
+
+    rec = mem.add("Reboot the router twice. Then call support.", principal=acme,
+                  state=State("the internet is down", {"router": "on"}))
+    mem.recall(State("the internet is down", {"router": "on"}), principal=acme)
+    injection_findings("Reboot the router twice.")
+    assert _sentences.cache_info().currsize and injection_findings.cache_info().currsize
+    admin = Principal(tenant="acme", roles={"admin"}, clearance="internal")
+    mem.erase(rec.id, principal=admin, reason="asked")
+    assert _sentences.cache_info().currsize == 0
+    assert injection_findings.cache_info().currsize == 0
+
+
+def test_a_backfill_does_not_write_into_a_row_erased_meanwhile(
+    mem: Memory, acme: Principal
+) -> None:
+    rec = mem.add("Keep the receipt.", principal=acme, state=State("buying", {"item": "tv"}))
+    mem.store.db.execute("UPDATE memories SET analysis = NULL, analysis_version = 0")
+    rows = mem.store.unanalysed(VERSION, 10)  # read, as a backfill does, before the erasure
+    admin = Principal(tenant="acme", roles={"admin"}, clearance="internal")
+    mem.erase(rec.id, principal=admin, reason="asked")
+    with mem.store.transaction():
+        for rid, r in rows:
+            mem.store.set_analysis(rid, VERSION, stored_form(r))
+    assert mem.store._one("SELECT analysis FROM memories WHERE id = ?", (rec.id,)) == (None,)
+
+
+def _analysis_inputs_digest() -> str:
+    """A digest of everything a stored analysis depends on: the patterns and the code that
+    read a memory's text at write."""
+    import hashlib
+    import inspect
+
+    from situated import conditions, models, safety
+    from situated.recall import analysis, compile
+    from situated.recall.reconstruct import rules
+
+    parts: list[object] = [
+        safety._INJECTION, safety._TOOL_MENTION_PATTERN, sorted(safety._STOP),
+        safety._HIDDEN.pattern, safety._ENCODED.pattern, rules._CONTRASTS,
+        rules._NUMBER_BEFORE_WORD.pattern, rules._SENTENCE_END.pattern, rules._TOKEN.pattern,
+        rules._NUMBER.pattern, compile.ESTIMATE_VERSION,
+    ]
+    for fn in (analysis.analyze, analysis.Analysis, rules._sentences, rules._marks,
+               rules._marks_numbers, rules._names_value, rules._names_text, rules._mentions,
+               rules._stems, rules._key_stems, rules._numbers_in, safety.injection_findings,
+               safety.tool_mentions, conditions.parse_condition, conditions._operand,
+               models.State.describe, models._digest, compile.render_line,
+               compile.estimate_tokens):
+        parts.append(inspect.getsource(fn))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def test_stored_analyses_are_versioned_with_what_they_depend_on() -> None:
+    # If this fails, the code or the patterns that read a memory at write changed. When what
+    # `analyze` computes changes, bump `situated.recall.analysis.VERSION` (stored analyses of
+    # the old version are then ignored and recomputed); either way, update the digest here.
+    assert (VERSION, _analysis_inputs_digest()) == (3, "02ea725ccff0e4e2")
+
+
+def test_recall_records_encode_like_json_dumps() -> None:
+    import json
+
+    import numpy as np
+
+    from situated.store.sqlite import _payload_json
+
+    payload = {"a": [1, 2.5, None, True], "b": {"c": "d"}, "n": np.float32(0.5), "t": (1, 2)}
+    assert json.loads(_payload_json(payload)) == {
+        "a": [1, 2.5, None, True], "b": {"c": "d"}, "n": 0.5, "t": [1, 2]}
+    odd = {"path": "/data/caf\udce9.txt"}  # a lone surrogate: json.dumps escapes it
+    assert json.loads(_payload_json(odd)) == odd

@@ -60,8 +60,8 @@ class Fact:
     name: str
 
 
-Literal = str | int | float | bool | None
-Operand = Fact | Literal | tuple[Literal, ...]
+Scalar = str | int | float | bool | None
+Operand = Fact | Scalar | tuple[Scalar, ...]
 """A side of a condition: a fact, a literal, or a list of literals (for `in`)."""
 
 

@@ -51,7 +51,7 @@ from situated.models import (
     validate_input,
 )
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
-from situated.recall.analysis import analyze
+from situated.recall.analysis import clear_text_caches, stored_form
 from situated.recall.briefing import Briefing
 from situated.recall.dedupe import near_duplicate
 from situated.recall.eligible import Eligibility
@@ -88,8 +88,9 @@ class _Prepared:
     actor: str
     reason: str
     data: dict[str, Any]
-    analysis: str
-    """`situated.recall.analysis` of `record`, stored with the row."""
+    analysis: str | None
+    """`situated.recall.analysis` of `record`, stored with the row (None: none survives
+    storage; the stages read the memory itself)."""
 
 
 log = logging.getLogger("situated")
@@ -213,9 +214,10 @@ class Memory:
         (derived data, like the FTS row: recall works without it, only slower)."""
         done = 0
         while rows := self.store.unanalysed(ANALYSIS_VERSION, batch):
+            analysed = [(rid, stored_form(rec)) for rid, rec in rows]  # outside the lock
             with self.store.transaction():
-                for rid, rec in rows:
-                    self.store.set_analysis(rid, ANALYSIS_VERSION, analyze(rec).encode())
+                for rid, text in analysed:
+                    self.store.set_analysis(rid, ANALYSIS_VERSION, text)
             done += len(rows)
         if done:
             log.info("stored the analysis of %d memories written without a current one", done)
@@ -336,7 +338,7 @@ class Memory:
         return _Prepared(
             rec, report, {"content": content_vec, "state": state_vec}, near_twins,
             principal.name, reason, {"gates": report.to_data()} | (trace or {}),
-            analyze(rec).encode(),
+            stored_form(rec),
         )
 
     def _commit(self, p: _Prepared) -> MemoryRecord:
@@ -715,6 +717,7 @@ class Memory:
             self.store.append_event(
                 memory_id, EventType.ERASED, principal.name, reason, {"tombstone": True}
             )
+        clear_text_caches()  # parsed, screened and counted texts held by this process
 
     # -- recall -----------------------------------------------------------------------------
 

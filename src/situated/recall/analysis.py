@@ -9,7 +9,7 @@ and recall compares it with the present instead of re-reading the text for every
 every recall.
 
 The analysis is derived data, like the FTS row: a row without one, or with one of another
-`VERSION`, is analysed on the spot with the same result (only slower), and `Memory` fills such
+`VERSION`, is judged from its text with the same result (only slower), and `Memory` fills such
 rows in when it opens a store. Erasure clears it with the content. Outputs are the same with or
 without it (pinned by `tests/test_analysis.py`).
 """
@@ -21,20 +21,26 @@ from collections.abc import Mapping
 import msgspec
 
 from situated.conditions import Condition, parse_condition
+from situated.embed.hashing import _bucket
 from situated.errors import ConditionSyntaxError
-from situated.models import FactValue, MemoryRecord
+from situated.models import FactValue, MemoryRecord, normalise_text
 from situated.recall.briefing import Claim
 from situated.recall.compile import render_line, token_counter
-from situated.recall.reconstruct.base import state_fingerprint
+from situated.recall.dedupe import _numbers
+from situated.recall.reconstruct import prechecks
+from situated.recall.reconstruct.base import _digest_of, state_fingerprint
 from situated.recall.reconstruct.rules import (
+    _claims,
     _marks,
     _marks_numbers,
     _mentions,
+    _names_text,
     _names_value,
     _numbers_in,
     _sentences,
+    _stems,
 )
-from situated.recall.validate import screen_sentences
+from situated.recall.validate import _screen, screen_sentences
 from situated.safety import injection_findings, tool_mentions
 
 VERSION = 3
@@ -68,8 +74,8 @@ class Analysis(msgspec.Struct, frozen=True, omit_defaults=True):
     numbers: tuple[float, ...] = ()
     """Numbers the lesson states (thresholds a numeric fact may cross)."""
     line_tokens: tuple[str, int] | None = None
-    """(token counter name, tokens) of the lesson as a guidance line (`compile.render_line`):
-    compile counts only guidance that was adapted or rewritten."""
+    """(token counter `ref`, tokens) of the lesson as a guidance line (`compile.render_line`):
+    compile counts only guidance that was adapted or rewritten, or under another tokenizer."""
 
     def claims(self) -> tuple[Claim, ...]:
         """Each sentence of the lesson as a transferable claim."""
@@ -142,7 +148,7 @@ def analyze(record: MemoryRecord) -> Analysis:
     then_numbers: dict[str, tuple[str, float]] = {}
     facts: Mapping[str, FactValue] = {}
     if src is not None:
-        marks = _marks(src.text)
+        marks = _marks.__wrapped__(src.text)  # that cache is for present texts
         then_sides = {i: s for i, s in enumerate(marks.sides) if s != (None, None)}
         then_numbers = dict(_marks_numbers(src.text)[1])
         facts = src.facts
@@ -158,24 +164,44 @@ def analyze(record: MemoryRecord) -> Analysis:
         named=tuple(k for k, v in facts.items() if _names_value(content, v)),
         mentions=tuple(k for k in facts if _mentions(content, k)),
         numbers=_numbers_in(content),
-        line_tokens=(counter.name, counter.count(render_line(content, record.id))),
+        line_tokens=(counter.ref, counter.count(render_line(content, record.id))),
     )
 
 
+def stored_form(record: MemoryRecord) -> str | None:
+    """`analyze(record)` as the store keeps it, or None when it does not survive the trip
+    exactly (a lone surrogate cannot be encoded; an infinite number becomes null): such a
+    memory is judged from its text, as a memory without an analysis is."""
+    a = analyze(record)
+    try:
+        text = a.encode()
+    except (UnicodeEncodeError, msgspec.EncodeError):
+        return None
+    return text if decode(text) == a else None
+
+
 def decode(stored: str | None) -> Analysis | None:
-    """A stored analysis, or None when there is none or it is of another version."""
+    """A stored analysis, or None when there is none, it is of another version or it cannot
+    be read (derived data: the stages then read the memory itself, with the same result)."""
     if not stored:
         return None
     try:
         a = _DECODER.decode(stored)
-    except msgspec.ValidationError:
-        return None  # another version's shape
+    except msgspec.DecodeError:  # another version's shape, or a damaged value
+        return None
     return a if a.version == VERSION else None
 
 
-def analysis_of(record: MemoryRecord, stored: str | None) -> Analysis:
-    """The stored analysis when it is current, else the record analysed now."""
-    return decode(stored) or analyze(record)
+def clear_text_caches() -> None:
+    """Empty every in-process cache that holds memory text (parsed, screened, split, counted
+    texts), as erasure requires: erased text must not stay in this process."""
+    for cached in (
+        _sentences, _claims, _marks, _marks_numbers, _names_text, _stems, _numbers_in,
+        _screen, _numbers, parse_condition, injection_findings, normalise_text, _digest_of,
+        _bucket, token_counter()._count,
+    ):
+        cached.cache_clear()
+    prechecks._CACHE.clear()
 
 
-__all__ = ["VERSION", "Analysis", "analysis_of", "analyze", "decode"]
+__all__ = ["VERSION", "Analysis", "analyze", "clear_text_caches", "decode", "stored_form"]

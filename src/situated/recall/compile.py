@@ -8,6 +8,7 @@ cannot be loaded, a documented fallback estimates ceil(1.3 x words + punctuation
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Sequence
@@ -16,6 +17,8 @@ from functools import lru_cache
 import numpy as np
 
 _WORDS = re.compile(r"\w+|[^\w\s]")
+ESTIMATE_VERSION = 1
+"""Bump when `estimate_tokens` changes."""
 
 
 class TokenCounter:
@@ -24,17 +27,24 @@ class TokenCounter:
     def __init__(self) -> None:
         self._tok: object | None = None
         self.name = "estimate"
+        self.ref = f"estimate:{ESTIMATE_VERSION}"
+        """The name and what pins its counts (the tokenizer file's digest; the estimate's
+        version): counts stored under another ref are not reused."""
         try:
             from tokenizers import Tokenizer
 
             from situated.embed.static import default_tokenizer_path
 
-            self._tok = Tokenizer.from_file(str(default_tokenizer_path()))
+            path = default_tokenizer_path()
+            self._tok = Tokenizer.from_file(str(path))
             self._tok.no_truncation()
             self.name = "tokenizers:minilm"
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+            self.ref = f"{self.name}:{digest}"
         except (ImportError, OSError, ValueError, Exception):
             # any failure to load the tokenizer file falls back to the documented estimate
             self._tok = None
+            self.name, self.ref = "estimate", f"estimate:{ESTIMATE_VERSION}"
 
     def count(self, text: str) -> int:
         """Tokens in `text` (cached: the same guidance lines recur across recalls)."""

@@ -13,7 +13,7 @@ from typing import Any
 from situated.embed.base import Embedder
 from situated.errors import ModelError
 from situated.models import Principal, State, utcnow
-from situated.recall.analysis import Analysis, analysis_of
+from situated.recall.analysis import Analysis, decode
 from situated.recall.briefing import (
     Briefing,
     GuidanceItem,
@@ -97,7 +97,7 @@ def run_recall(
     # then/now similarity against the present state alone (not the intent)
     state_vecs = store.vectors_of("state", [c.rid for c in kept], tenant)
     recons: dict[str, Reconstruction] = {}
-    analyses: dict[str, Analysis] = {}
+    analyses: dict[str, Analysis | None] = {}
     scores: dict[str, Scores] = {}
     ns_counts = (
         store.namespace_counters([c.record.id for c in kept], req.namespace)
@@ -112,7 +112,7 @@ def run_recall(
         rec = c.record
         sv = state_vecs.get(c.rid)
         state_sim = None if c.state_similarity is None or sv is None else float(sv @ svec)
-        analysis = analyses[rec.id] = analysis_of(rec, c.analysis)
+        analysis = analyses[rec.id] = decode(c.analysis)  # None: judged from the text
         item = ReconstructionInput(
             record=rec, present=state, intent=intent, state_similarity=state_sim,
             content_similarity=c.content_similarity, relevance=c.relevance,
@@ -173,9 +173,10 @@ def run_recall(
             continue
         recon = recons[c.record.id]
         line = render_line(recon.guidance, c.record.id)
-        counted = analyses[c.record.id].line_tokens
+        analysis = analyses[c.record.id]
+        counted = analysis.line_tokens if analysis is not None else None
         as_written = recon.guidance == c.record.content
-        if as_written and counted is not None and counted[0] == counter.name:
+        if as_written and counted is not None and counted[0] == counter.ref:
             tokens = counted[1]  # counted when written, with this tokenizer
         else:
             tokens = counter.count(line)

@@ -216,7 +216,7 @@ class Store:
         actor: str,
         reason: str,
         extra: dict[str, Any] | None = None,
-        analysis: tuple[int, str] | None = None,
+        analysis: tuple[int, str | None] | None = None,
     ) -> int:
         """Insert a new memory, its FTS row, its vectors and its `proposed` event.
 
@@ -422,10 +422,13 @@ class Store:
         )
         return {int(r[0]): (_record(r[:-1]), r[-1]) for r in rows}
 
-    def set_analysis(self, rid: int, version: int, analysis: str) -> None:
-        """Store a memory's analysis (derived data: no ledger event; call in a transaction)."""
+    def set_analysis(self, rid: int, version: int, analysis: str | None) -> None:
+        """Store a memory's analysis (derived data: no ledger event; call in a transaction).
+        None records that it has none of `version`. An erased row is left alone: the analysis
+        may have been read from its text before the erasure committed."""
         self.db.execute(
-            "UPDATE memories SET analysis = ?, analysis_version = ? WHERE rid = ?",
+            "UPDATE memories SET analysis = ?, analysis_version = ? "
+            "WHERE rid = ? AND state != 'ERASED'",
             (analysis, version, rid),
         )
 
@@ -640,7 +643,7 @@ class Store:
             "INSERT INTO recalls (id, tenant, at, namespace, state_hash, mode, served, payload) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (rec.id, rec.tenant, rec.at, rec.namespace, rec.state_hash, rec.mode,
-             json.dumps(list(rec.served)), _encode(rec.payload).decode()),
+             json.dumps(list(rec.served)), _payload_json(rec.payload)),
         )
 
     def get_recall(self, recall_id: str, tenant: str) -> StoredRecall:
@@ -808,10 +811,35 @@ def _trusted(cls: type[_M], values: dict[str, Any]) -> _M:
 
 
 _set = object.__setattr__
-_encode = msgspec.json.Encoder(enc_hook=str).encode
-"""JSON like `json.dumps(..., default=str)` (a recall record is ~25 kB: 7x faster), except
-that a NaN or infinity becomes null, as standard JSON has no such numbers."""
-_json = msgspec.json.decode  # the same values as json.loads for JSON text, a third of the time
+
+
+def _json(text: str) -> Any:
+    """`json.loads(text)` in a third of the time; msgspec refuses the escaped lone surrogates
+    `json.dumps` writes for undecodable file names, which `json.loads` reads back."""
+    try:
+        return _decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
+
+
+def _unknown(obj: Any) -> Any:
+    """numpy scalars as numbers, anything else msgspec cannot encode as its `str`."""
+    item = getattr(obj, "item", None)
+    return item() if callable(item) and getattr(obj, "shape", None) == () else str(obj)
+
+
+def _payload_json(payload: dict[str, Any]) -> str:
+    """A recall record (~25 kB) as JSON, 7x faster than `json.dumps`; NaN and infinities
+    become null (standard JSON has none). Text msgspec cannot encode (a lone surrogate) goes
+    through `json.dumps`, which escapes it."""
+    try:
+        return _encode(payload).decode()
+    except UnicodeEncodeError:
+        return json.dumps(payload, default=_unknown)
+
+
+_decode = msgspec.json.decode
+_encode = msgspec.json.Encoder(enc_hook=_unknown).encode
 _KIND = {k.value: k for k in Kind}
 _AUTHORITY = {int(a): a for a in Authority}
 _CLASSIFICATION = {int(c): c for c in Classification}

@@ -5,6 +5,7 @@ Each returns a finished `Reconstruction` when it settles the candidate, or None 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -129,7 +130,9 @@ def evaluated(
     if hit is None:
         hit = _evaluate(conditions, facts, parsed)
         if len(_CACHE) >= _CACHE_SIZE:
-            del _CACHE[next(iter(_CACHE))]  # the oldest entry
+            # the oldest entry; another thread may be evicting it too
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                del _CACHE[next(iter(_CACHE))]
         _CACHE[key] = hit
     return hit
 

@@ -183,7 +183,9 @@ def _numbers_in(content: str) -> tuple[float, ...]:
     return tuple(float(t) for t in _NUMBER.findall(content))
 
 
-def _material(key: str, old: FactValue, new: FactValue, content: str) -> bool:
+def _material(
+    key: str, old: FactValue, new: FactValue, content: str, a: Analysis | None = None
+) -> bool:
     """Is a changed fact (no explicit condition on it) one the lesson depends on?
 
     - a boolean that flipped: yes (a state toggle: on/off, visible/hidden);
@@ -191,24 +193,16 @@ def _material(key: str, old: FactValue, new: FactValue, content: str) -> bool:
       states: "past 30 days" with 60 then and 12 now), otherwise unknown, so no;
     - text the lesson does not name (a named value is adapted instead): yes when the lesson
       talks about the fact's subject (a word of its key), no for incidental context.
-    Facts judged "no" still lower confidence and are shown as differences.
+    Facts judged "no" still lower confidence and are shown as differences. `a`: the lesson's
+    analysis, which holds its numbers and subjects.
     """
     if isinstance(old, bool) or isinstance(new, bool):
         return True
     if isinstance(old, int | float) and isinstance(new, int | float):
         lo, hi = sorted((float(old), float(new)))
-        return any(lo < t <= hi for t in _numbers_in(content))
-    return _mentions(content, key)
-
-
-def _material_by(key: str, old: FactValue, new: FactValue, a: Analysis) -> bool:
-    """`_material`, from the lesson's stored analysis."""
-    if isinstance(old, bool) or isinstance(new, bool):
-        return True
-    if isinstance(old, int | float) and isinstance(new, int | float):
-        lo, hi = sorted((float(old), float(new)))
-        return any(lo < t <= hi for t in a.numbers)
-    return key in a.mentions
+        numbers = a.numbers if a is not None else _numbers_in(content)
+        return any(lo < t <= hi for t in numbers)
+    return key in a.mentions if a is not None else _mentions(content, key)
 
 
 def _order_flips(
@@ -311,8 +305,7 @@ class RulesReconstructor(Reconstructor):
             ):
                 guidance = _adapt(guidance, old, new)
                 adaptations.append(f"{old!r} -> {new!r} ({key})")
-            elif (_material_by(key, old, new, a) if a is not None
-                  else _material(key, old, new, rec.content)):
+            elif _material(key, old, new, rec.content, a):
                 material.append(f"{key}: {old!r} then, {new!r} now")
             else:
                 soft.append(f"{key}: {old!r} then, {new!r} now")
