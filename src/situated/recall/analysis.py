@@ -43,7 +43,7 @@ from situated.recall.reconstruct.rules import (
 from situated.recall.validate import _screen, screen_sentences
 from situated.safety import injection_findings, tool_mentions
 
-VERSION = 3
+VERSION = 4
 """Bump when `analyze` would read a text differently: stored analyses of another version are
 ignored (and recomputed when a store is opened)."""
 
