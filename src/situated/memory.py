@@ -88,7 +88,7 @@ class _Prepared:
     actor: str
     reason: str
     data: dict[str, Any]
-    analysis: str | None
+    analysis: bytes | None
     """`situated.recall.analysis` of `record`, stored with the row (None: none survives
     storage; the stages read the memory itself)."""
 

@@ -4,7 +4,8 @@ Applicability compares a memory (then) with the present (now). Part of that comp
 on the memory alone: its conditions parsed, its sentences and their safety screen, which source
 values and subjects its lesson names, the contrasts and numbers in its source-state text, its
 source state's hash, the tokens of its guidance line. `analyze` reads all of it once; the store
-keeps it with the row (`memories.analysis`, JSON decoded straight into the struct by msgspec),
+keeps it with the row (`memories.analysis`, MessagePack decoded straight into the struct by
+msgspec),
 and recall compares it with the present instead of re-reading the text for every candidate of
 every recall.
 
@@ -43,12 +44,12 @@ from situated.recall.reconstruct.rules import (
 from situated.recall.validate import _screen, screen_sentences
 from situated.safety import injection_findings, tool_mentions
 
-VERSION = 4
+VERSION = 5
 """Bump when `analyze` would read a text differently: stored analyses of another version are
 ignored (and recomputed when a store is opened)."""
 
 
-class Analysis(msgspec.Struct, frozen=True, omit_defaults=True):
+class Analysis(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True):
     """A memory's reading of itself (what stages 4-5 need from it alone)."""
 
     version: int
@@ -114,13 +115,13 @@ class Analysis(msgspec.Struct, frozen=True, omit_defaults=True):
                     found.append(f"{old[0]} {w} then, {num} {w} now")
         return found
 
-    def encode(self) -> str:
-        """The JSON the store keeps."""
-        return _ENCODER.encode(self).decode()
+    def encode(self) -> bytes:
+        """What the store keeps: MessagePack, fields in order (decoded in a few µs)."""
+        return _ENCODER.encode(self)
 
 
-_ENCODER = msgspec.json.Encoder()
-_DECODER = msgspec.json.Decoder(Analysis)
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(Analysis)
 
 
 def analyze(record: MemoryRecord) -> Analysis:
@@ -168,7 +169,7 @@ def analyze(record: MemoryRecord) -> Analysis:
     )
 
 
-def stored_form(record: MemoryRecord) -> str | None:
+def stored_form(record: MemoryRecord) -> bytes | None:
     """`analyze(record)` as the store keeps it, or None when it does not survive the trip
     exactly (a lone surrogate cannot be encoded; an infinite number becomes null): such a
     memory is judged from its text, as a memory without an analysis is."""
@@ -180,7 +181,7 @@ def stored_form(record: MemoryRecord) -> str | None:
     return text if decode(text) == a else None
 
 
-def decode(stored: str | None) -> Analysis | None:
+def decode(stored: bytes | None) -> Analysis | None:
     """A stored analysis, or None when there is none, it is of another version or it cannot
     be read (derived data: the stages then read the memory itself, with the same result)."""
     if not stored:

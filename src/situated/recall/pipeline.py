@@ -10,7 +10,9 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from situated.embed.base import Embedder
+import numpy as np
+
+from situated.embed.base import Embedder, Vector
 from situated.errors import ModelError
 from situated.models import Principal, State, utcnow
 from situated.recall.analysis import Analysis, decode
@@ -31,7 +33,7 @@ from situated.recall.compile import knapsack, render_line, token_counter
 from situated.recall.dedupe import collapse
 from situated.recall.eligible import Eligibility
 from situated.recall.reconstruct.base import Policy, ReconstructionInput, Reconstructor
-from situated.recall.reconstruct.prechecks import precheck
+from situated.recall.reconstruct.prechecks import PresentFacts, precheck
 from situated.recall.reconstruct.rules import RulesReconstructor
 from situated.recall.retrieve import Candidate, retrieve
 from situated.recall.score import score
@@ -105,13 +107,16 @@ def run_recall(
     )
     budget = reconstructor.max_candidates
     fallback = RulesReconstructor()
-    state, intent, policy = req.state, req.intent, req.policy
-    state_hash = state.fingerprint()
+    intent, policy = req.intent, req.policy
+    state_hash = req.state.fingerprint()
+    # the present as the stages see it: the same state, its facts keyed once for all candidates
+    state = State.model_construct(text=req.state.text, facts=PresentFacts(req.state.facts))
+    state_sims = _dots(state_vecs, svec)
     model_ref = embedder.model_ref  # the same for every candidate: read once
     for c in kept:
         rec = c.record
-        sv = state_vecs.get(c.rid)
-        state_sim = None if c.state_similarity is None or sv is None else float(sv @ svec)
+        sv = state_sims.get(c.rid)
+        state_sim = None if c.state_similarity is None else sv
         analysis = analyses[rec.id] = decode(c.analysis)  # None: judged from the text
         item = ReconstructionInput(
             record=rec, present=state, intent=intent, state_similarity=state_sim,
@@ -288,6 +293,15 @@ def _reconstruct(
             recon,
             provenance=recon.provenance | {"fallback_from": reconstructor.name, "error": str(exc)},
         )
+
+
+def _dots(vectors: dict[int, Vector], query: Vector) -> dict[int, float]:
+    """rid -> cosine of its vector to `query`, in one product."""
+    if not vectors:
+        return {}
+    rids = list(vectors)
+    sims = np.stack([vectors[r] for r in rids]) @ query
+    return dict(zip(rids, sims.tolist(), strict=True))
 
 
 def reconstruction_json(r: Reconstruction) -> dict[str, Any]:

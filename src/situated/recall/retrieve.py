@@ -32,7 +32,7 @@ class Candidate:
     state_similarity: float | None
     lexical: float
     ranks: dict[str, int]
-    analysis: str | None = None
+    analysis: bytes | None = None
     """The stored `situated.recall.analysis` of the record (None: not stored, or stale)."""
 
 

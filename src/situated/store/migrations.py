@@ -159,7 +159,7 @@ def m003_vector_rows(db: apsw.Connection) -> None:
 def m004_memory_analysis(db: apsw.Connection) -> None:
     """What each memory's own text says, read once at write (`situated.recall.analysis`):
     derived data, so existing rows start without it and are filled in by `Memory`."""
-    db.execute("ALTER TABLE memories ADD COLUMN analysis TEXT")
+    db.execute("ALTER TABLE memories ADD COLUMN analysis BLOB")
     db.execute("ALTER TABLE memories ADD COLUMN analysis_version INTEGER NOT NULL DEFAULT 0")
     db.execute(
         "CREATE INDEX memories_analysis_version ON memories (analysis_version) "

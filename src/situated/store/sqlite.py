@@ -216,7 +216,7 @@ class Store:
         actor: str,
         reason: str,
         extra: dict[str, Any] | None = None,
-        analysis: tuple[int, str | None] | None = None,
+        analysis: tuple[int, bytes | None] | None = None,
     ) -> int:
         """Insert a new memory, its FTS row, its vectors and its `proposed` event.
 
@@ -410,7 +410,7 @@ class Store:
 
     def with_analyses(
         self, rids: Sequence[int], elig: Eligibility, version: int
-    ) -> dict[int, tuple[MemoryRecord, str | None]]:
+    ) -> dict[int, tuple[MemoryRecord, bytes | None]]:
         """`by_rids`, each record with its stored analysis (None unless of `version`)."""
         if not rids:
             return {}
@@ -422,7 +422,7 @@ class Store:
         )
         return {int(r[0]): (_record(r[:-1]), r[-1]) for r in rows}
 
-    def set_analysis(self, rid: int, version: int, analysis: str | None) -> None:
+    def set_analysis(self, rid: int, version: int, analysis: bytes | None) -> None:
         """Store a memory's analysis (derived data: no ledger event; call in a transaction).
         None records that it has none of `version`. An erased row is left alone: the analysis
         may have been read from its text before the erasure committed."""

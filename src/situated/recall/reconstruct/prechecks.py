@@ -111,6 +111,22 @@ class Evaluated:
     """Which conditions lack facts, as the pre-check's detail."""
 
 
+def facts_key(facts: Mapping[str, FactValue]) -> tuple[tuple[str, str, FactValue], ...]:
+    """Facts as a cache key. The value's type is part of it: True == 1 and hash alike, but
+    compare differently (facts have distinct names, so sorting the triples sorts by name)."""
+    return tuple(sorted([(k, type(v).__name__, v) for k, v in facts.items()]))
+
+
+class PresentFacts(dict[str, FactValue]):
+    """A recall's own copy of the present facts, keyed once for all its candidates."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, facts: Mapping[str, FactValue]) -> None:
+        super().__init__(facts)
+        self.key = facts_key(self)
+
+
 _CACHE: dict[tuple[tuple[str, ...], tuple[tuple[str, str, FactValue], ...]], Evaluated] = {}
 _CACHE_SIZE = 4096
 
@@ -123,9 +139,8 @@ def evaluated(
     """`conditions` evaluated on `facts`, cached per both (the pre-checks and `rules` ask the
     same question of a candidate). `parsed`: the conditions already parsed (a memory's
     analysis), the parseable ones in order."""
-    # the value's type is part of the key: True == 1 and hash alike, but compare differently
-    # (facts have distinct names, so sorting the triples sorts by name)
-    key = (conditions, tuple(sorted([(k, type(v).__name__, v) for k, v in facts.items()])))
+    present = facts.key if isinstance(facts, PresentFacts) else facts_key(facts)
+    key = (conditions, present)
     hit = _CACHE.get(key)
     if hit is None:
         hit = _evaluate(conditions, facts, parsed)
