@@ -17,7 +17,7 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from situated.errors import ConditionSyntaxError
@@ -74,10 +74,13 @@ class Condition:
     left: Operand
     right: Operand = None
 
-    @cached_property
+    @property
     def facts(self) -> tuple[str, ...]:
-        """Names of the facts this condition reads (conditions are immutable: found once)."""
-        return tuple(o.name for o in (self.left, self.right) if isinstance(o, Fact))
+        """Names of the facts this condition reads."""
+        left, right = self.left, self.right
+        if isinstance(left, Fact):
+            return (left.name, right.name) if isinstance(right, Fact) else (left.name,)
+        return (right.name,) if isinstance(right, Fact) else ()
 
 
 @quick_init

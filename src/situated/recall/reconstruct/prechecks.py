@@ -6,6 +6,7 @@ Each returns a finished `Reconstruction` when it settles the candidate, or None 
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -118,16 +119,27 @@ def facts_key(facts: Mapping[str, FactValue]) -> tuple[tuple[str, str, FactValue
 
 
 class PresentFacts(dict[str, FactValue]):
-    """A recall's own copy of the present facts, keyed once for all its candidates."""
+    """A recall's own copy of the present facts, keyed once for all its candidates (the key
+    is a number standing for `facts_key`, so the cache does not hash the facts each time)."""
 
     __slots__ = ("key",)
 
     def __init__(self, facts: Mapping[str, FactValue]) -> None:
         super().__init__(facts)
-        self.key = facts_key(self)
+        key = facts_key(self)
+        number = _NUMBERS.get(key)
+        if number is None:
+            if len(_NUMBERS) >= _CACHE_SIZE:
+                _NUMBERS.clear()  # numbers are never reused: old cache entries just age out
+            number = _NUMBERS[key] = next(_COUNTER)
+        self.key = number
 
 
-_CACHE: dict[tuple[tuple[str, ...], tuple[tuple[str, str, FactValue], ...]], Evaluated] = {}
+_NUMBERS: dict[tuple[tuple[str, str, FactValue], ...], int] = {}
+_COUNTER = itertools.count()
+
+
+_CACHE: dict[tuple[tuple[str, ...], object], Evaluated] = {}
 _CACHE_SIZE = 4096
 
 
