@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -139,7 +140,7 @@ _NUMBERS: dict[tuple[tuple[str, str, FactValue], ...], int] = {}
 _COUNTER = itertools.count()
 
 
-_CACHE: dict[tuple[tuple[str, ...], object], Evaluated] = {}
+_CACHE: OrderedDict[tuple[tuple[str, ...], object], Evaluated] = OrderedDict()
 _CACHE_SIZE = 4096
 
 
@@ -157,9 +158,10 @@ def evaluated(
     if hit is None:
         hit = _evaluate(conditions, facts, parsed)
         if len(_CACHE) >= _CACHE_SIZE:
-            # the oldest entry; another thread may be evicting it too
-            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-                del _CACHE[next(iter(_CACHE))]
+            # the oldest entry (O(1) in an OrderedDict; a dict's first key after many
+            # deletions is a scan); another thread may be evicting it too
+            with contextlib.suppress(KeyError):
+                _CACHE.popitem(last=False)
         _CACHE[key] = hit
     return hit
 
