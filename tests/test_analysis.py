@@ -185,8 +185,10 @@ def test_rows_without_analysis_are_filled_in_and_recall_the_same(
         # as a store written before analyses existed: nothing stored, version 0
         mem.store.db.execute("UPDATE memories SET analysis = NULL, analysis_version = 0")
         stale = mem.recall(present, principal=acme, k=3)  # analysed on the spot
+        assert mem.health().unanalysed == 3
     with Memory(path, embedder="hash") as mem:
         assert _count(mem, f"SELECT COUNT(*) FROM memories WHERE analysis_version = {VERSION}") == 3
+        assert mem.health().unanalysed == 0
         after = mem.recall(present, principal=acme, k=3)
     for b in (stale, after):
         assert [(i.memory_id, i.text, i.verdict, i.confidence, i.tokens) for i in b.items] == [

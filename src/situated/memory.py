@@ -152,6 +152,9 @@ class Health:
     path: str
     resident: dict[str, Any] = field(default_factory=dict)
     """The in-memory search index of this process: tenants, rows, MB, loads, mismatches."""
+    unanalysed: int = 0
+    """Memories (not erased) not yet analysed by this version, judged from their text until
+    the next open fills it in (`situated.recall.analysis`; not a fault)."""
 
 
 class Memory:
@@ -1015,6 +1018,7 @@ class Memory:
             migrations=tuple(self.store.migrations()),
             path=self.store.path,
             resident=resident,
+            unanalysed=self.store.count_unanalysed(ANALYSIS_VERSION),
         )
 
     def rebuild(self, *, repair: bool = False) -> RebuildReport:

@@ -443,6 +443,14 @@ class Store:
         )
         return [(int(r[0]), _record(r)) for r in rows]
 
+    def count_unanalysed(self, version: int) -> int:
+        """How many memories (not erased) have no analysis of `version` yet."""
+        row = self._one(
+            "SELECT COUNT(*) FROM memories m WHERE m.state != 'ERASED' "
+            "AND m.analysis_version < ?", (version,),
+        )
+        return int(row[0]) if row else 0
+
     def situational(self, rids: Sequence[int], elig: Eligibility) -> dict[int, bool]:
         """For each eligible rid: is it a lesson with a known source state (situation-bound)?"""
         if not rids:
