@@ -173,7 +173,8 @@ def evaluate(cond: Condition, facts: Mapping[str, FactValue]) -> ConditionResult
         present = name in facts and facts[name] is not None
         ok = present if cond.op == "exists" else not present
         return ConditionResult(cond, Truth.MATCHED if ok else Truth.MISMATCHED)
-    missing = tuple(n for n in cond.facts if n not in facts)
+    names = cond.facts
+    missing = tuple([n for n in names if n not in facts]) if names else ()
     if missing:
         return ConditionResult(cond, Truth.UNKNOWN, missing, f"fact {missing[0]!r} is absent")
     left = _resolve(cond.left, facts)
