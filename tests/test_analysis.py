@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from situated import Memory, Principal, State
 from situated.models import (
@@ -134,6 +135,8 @@ def test_what_storage_would_change_is_not_stored() -> None:
         stored = stored_form(rec)
         assert stored is not None and decode(stored) == analyze(rec)
     assert stored_form(ok.model_copy(update={"conditions": ("x == '\\ud800'",)})) is None
+    assert stored_form(ok.model_copy(update={"conditions": ("x < 99999999999999999999999",)})) \
+        is None  # MessagePack holds 64-bit integers
 
 
 def test_a_memory_whose_analysis_cannot_be_stored_is_judged_from_its_text(
@@ -281,8 +284,9 @@ def _analysis_inputs_digest() -> str:
 
 def test_stored_analyses_are_versioned_with_what_they_depend_on() -> None:
     # If this fails, the code or the patterns that read a memory at write changed. When what
-    # `analyze` computes changes, bump `situated.recall.analysis.VERSION` (stored analyses of
-    # the old version are then ignored and recomputed); either way, update the digest here.
+    # `analyze` computes changes, or `Analysis`'s fields change in any way (the stored form is
+    # positional), bump `situated.recall.analysis.VERSION` (stored analyses of the old version
+    # are then ignored and recomputed); either way, update the digest here.
     assert (VERSION, _analysis_inputs_digest()) == (5, "f72e8e2b403e5e41")
 
 
@@ -298,3 +302,39 @@ def test_recall_records_encode_like_json_dumps() -> None:
         "a": [1, 2.5, None, True], "b": {"c": "d"}, "n": 0.5, "t": [1, 2]}
     odd = {"path": "/data/caf\udce9.txt"}  # a lone surrogate: json.dumps escapes it
     assert json.loads(_payload_json(odd)) == odd
+
+
+def test_huge_integers_in_conditions_neither_break_writes_nor_opening(
+    tmp_path: Path, acme: Principal
+) -> None:
+    path = tmp_path / "big.db"
+    with Memory(path, embedder="hash") as mem:
+        rec = mem.add("Any x is fine.", principal=acme, state=State("counting", {"x": 5}),
+                      conditions=("x < 99999999999999999999999",))
+        assert mem.recall(State("counting", {"x": 5}), principal=acme).items
+        mem.store.db.execute("UPDATE memories SET analysis = NULL, analysis_version = 0")
+    with Memory(path, embedder="hash") as mem:  # the backfill meets it again
+        row = mem.store._one("SELECT analysis, analysis_version FROM memories WHERE id = ?",
+                             (rec.id,))
+        assert row == (None, VERSION)
+        assert [i.memory_id for i in mem.recall(State("counting", {"x": 5}),
+                                                principal=acme).items] == [rec.id]
+
+
+def test_present_facts_are_read_only_and_renumbered_when_copied() -> None:
+    import copy
+    import pickle
+
+    from situated.recall.reconstruct.prechecks import PresentFacts, evaluated
+
+    facts = PresentFacts({"x": 1})
+    for mutate in (lambda f: f.__setitem__("x", 2), lambda f: f.update(x=2),
+                   lambda f: f.pop("x"), lambda f: f.clear(), lambda f: f.setdefault("y", 1)):
+        with pytest.raises(TypeError):
+            mutate(facts)
+    assert facts == {"x": 1}
+    assert evaluated(("x > 1",), facts).mismatched == ("x > 1",)
+    for other in (pickle.loads(pickle.dumps(facts)), copy.deepcopy(facts), copy.copy(facts)):
+        assert isinstance(other, PresentFacts) and other == facts
+        assert other.cache_number == facts.cache_number  # same facts, same process
+    assert PresentFacts({"x": 2}).cache_number != facts.cache_number

@@ -5,9 +5,8 @@ on the memory alone: its conditions parsed, its sentences and their safety scree
 values and subjects its lesson names, the contrasts and numbers in its source-state text, its
 source state's hash, the tokens of its guidance line. `analyze` reads all of it once; the store
 keeps it with the row (`memories.analysis`, MessagePack decoded straight into the struct by
-msgspec),
-and recall compares it with the present instead of re-reading the text for every candidate of
-every recall.
+msgspec), and recall compares it with the present instead of re-reading the text for every
+candidate of every recall.
 
 The analysis is derived data, like the FTS row: a row without one, or with one of another
 `VERSION`, is judged from its text with the same result (only slower), and `Memory` fills such
@@ -45,8 +44,9 @@ from situated.recall.validate import _screen, screen_sentences
 from situated.safety import injection_findings, tool_mentions
 
 VERSION = 5
-"""Bump when `analyze` would read a text differently: stored analyses of another version are
-ignored (and recomputed when a store is opened)."""
+"""Bump when `analyze` would read a text differently, and on any change to `Analysis`'s fields
+(order, type, addition: the stored form is positional). Stored analyses of another version are
+ignored, and recomputed when a store is opened."""
 
 
 class Analysis(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True):
@@ -170,22 +170,22 @@ def analyze(record: MemoryRecord) -> Analysis:
 
 
 def stored_form(record: MemoryRecord) -> bytes | None:
-    """`analyze(record)` as the store keeps it, or None when it does not survive the trip
-    exactly (a lone surrogate cannot be encoded; an infinite number becomes null): such a
-    memory is judged from its text, as a memory without an analysis is."""
+    """`analyze(record)` as the store keeps it, or None when it cannot be stored exactly (a
+    lone surrogate or an integer beyond 64 bits cannot be encoded): such a memory is judged
+    from its text, as a memory without an analysis is."""
     a = analyze(record)
     try:
         text = a.encode()
-    except (UnicodeEncodeError, msgspec.EncodeError):
-        return None
+    except (UnicodeEncodeError, OverflowError, msgspec.EncodeError):
+        return None  # a lone surrogate; an integer beyond 64 bits
     return text if decode(text) == a else None
 
 
 def decode(stored: bytes | None) -> Analysis | None:
     """A stored analysis, or None when there is none, it is of another version or it cannot
     be read (derived data: the stages then read the memory itself, with the same result)."""
-    if not stored:
-        return None
+    if not stored or not isinstance(stored, bytes):
+        return None  # none, or an older version's JSON text
     try:
         a = _DECODER.decode(stored)
     except msgspec.DecodeError:  # another version's shape, or a damaged value
@@ -203,6 +203,7 @@ def clear_text_caches() -> None:
     ):
         cached.cache_clear()
     prechecks._CACHE.clear()
+    prechecks._NUMBERS.clear()  # present facts (numbers are never reused, so this is safe)
 
 
 __all__ = ["VERSION", "Analysis", "analyze", "clear_text_caches", "decode", "stored_form"]

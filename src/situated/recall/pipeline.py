@@ -110,7 +110,7 @@ def run_recall(
     intent, policy = req.intent, req.policy
     state_hash = req.state.fingerprint()
     # the present as the stages see it: the same state, its facts keyed once for all candidates
-    state = State.model_construct(text=req.state.text, facts=PresentFacts(req.state.facts))
+    state = req.state.model_copy(update={"facts": PresentFacts(req.state.facts)})
     state_sims = _dots(state_vecs, svec)
     model_ref = embedder.model_ref  # the same for every candidate: read once
     for c in kept:

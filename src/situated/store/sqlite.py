@@ -444,7 +444,7 @@ class Store:
         return [(int(r[0]), _record(r)) for r in rows]
 
     def count_unanalysed(self, version: int) -> int:
-        """How many memories (not erased) have no analysis of `version` yet."""
+        """How many memories (not erased) have not been analysed by `version` or later."""
         row = self._one(
             "SELECT COUNT(*) FROM memories m WHERE m.state != 'ERASED' "
             "AND m.analysis_version < ?", (version,),

@@ -10,6 +10,7 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from situated.conditions import Condition, ConditionResult, Truth, evaluate, parse_condition
 from situated.errors import ConditionSyntaxError
@@ -120,10 +121,11 @@ def facts_key(facts: Mapping[str, FactValue]) -> tuple[tuple[str, str, FactValue
 
 
 class PresentFacts(dict[str, FactValue]):
-    """A recall's own copy of the present facts, keyed once for all its candidates (the key
-    is a number standing for `facts_key`, so the cache does not hash the facts each time)."""
+    """A recall's own copy of the present facts, read-only, keyed once for all its candidates:
+    `cache_number` stands for `facts_key` in the condition cache, so the facts are not hashed
+    for each candidate. A copy or an unpickled one is numbered again in its own process."""
 
-    __slots__ = ("key",)
+    __slots__ = ("cache_number",)
 
     def __init__(self, facts: Mapping[str, FactValue]) -> None:
         super().__init__(facts)
@@ -133,14 +135,25 @@ class PresentFacts(dict[str, FactValue]):
             if len(_NUMBERS) >= _CACHE_SIZE:
                 _NUMBERS.clear()  # numbers are never reused: old cache entries just age out
             number = _NUMBERS[key] = next(_COUNTER)
-        self.key = number
+        self.cache_number = number
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PresentFacts, (dict(self),))
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("the present facts of a recall are read-only")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _read_only
+    __ior__ = _read_only
 
 
 _NUMBERS: dict[tuple[tuple[str, str, FactValue], ...], int] = {}
 _COUNTER = itertools.count()
 
 
-_CACHE: OrderedDict[tuple[tuple[str, ...], object], Evaluated] = OrderedDict()
+_CACHE: OrderedDict[
+    tuple[tuple[str, ...], int | tuple[tuple[str, str, FactValue], ...]], Evaluated
+] = OrderedDict()
 _CACHE_SIZE = 4096
 
 
@@ -152,7 +165,9 @@ def evaluated(
     """`conditions` evaluated on `facts`, cached per both (the pre-checks and `rules` ask the
     same question of a candidate). `parsed`: the conditions already parsed (a memory's
     analysis), the parseable ones in order."""
-    present = facts.key if isinstance(facts, PresentFacts) else facts_key(facts)
+    present: int | tuple[tuple[str, str, FactValue], ...] = (
+        facts.cache_number if isinstance(facts, PresentFacts) else facts_key(facts)
+    )
     key = (conditions, present)
     hit = _CACHE.get(key)
     if hit is None:
