@@ -37,6 +37,7 @@ BAD_ADDS: list[tuple[dict[str, Any], str]] = [
     ({"reward": float("nan")}, "reward"),
     ({"value": {"nested": 1}}, "value"),
     ({"evidence": "ref"}, "evidence"),
+    ({"content": "check caf\udce9.txt"}, "content"),  # not valid Unicode: cannot be hashed
 ]
 
 
@@ -61,6 +62,11 @@ def test_bad_state_facts_name_the_field() -> None:
     with pytest.raises(InvalidInput) as bad:
         State("s", facts={"x": [1, 2]})
     assert bad.value.field == "state.facts"
+    for text, facts, field in (("caf\udce9", {}, "state.text"),
+                               ("s", {"file": "caf\udce9"}, "state.facts")):
+        with pytest.raises(InvalidInput) as odd:
+            State(text, facts=facts)
+        assert odd.value.field == field and "surrogate" in str(odd.value)
     with pytest.raises(InvalidInput) as who:
         Principal(tenant="acme", clearance="cosmic")
     assert who.value.field == "principal.clearance"

@@ -43,6 +43,7 @@ from situated.models import (
     Source,
     State,
     Validity,
+    check_unicode,
     content_fingerprint,
     parse_authority,
     parse_kind,
@@ -471,6 +472,10 @@ class Memory:
             raise InvalidInput("content", "must be a non-empty string")
         if len(content) > 8000:
             raise InvalidInput("content", "longer than 8000 characters")
+        try:
+            check_unicode(content, "content")
+        except ValueError as exc:
+            raise InvalidInput("content", str(exc)) from None
         k = parse_kind(kind)
         if isinstance(state, str):
             state = State(state)

@@ -142,6 +142,20 @@ def from_epoch(ts: float) -> datetime:
 _NAME = re.compile(r"^[^\x00-\x1f]{1,200}$")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_unicode(value: str, what: str) -> str:
+    """`value`, unless it holds an unpaired surrogate: text that is not valid Unicode (such as
+    a file name `os.fsdecode` could not decode), which cannot be stored, indexed or hashed."""
+    if _SURROGATE.search(value):
+        raise ValueError(
+            f"{what} holds an unpaired surrogate (text that is not valid Unicode, e.g. an "
+            "undecodable file name): decode or replace it first"
+        )
+    return value
+
+
 def _check_name(value: str, what: str) -> str:
     value = value.strip()
     if not _NAME.match(value):
@@ -198,7 +212,7 @@ class State(_Frozen):
     def _text(cls, v: str) -> str:
         if len(v) > MAX_STATE_CHARS:
             raise ValueError(f"longer than {MAX_STATE_CHARS} characters")
-        return v
+        return check_unicode(v, "text")
 
     @field_validator("facts", mode="before")
     @classmethod
@@ -214,6 +228,8 @@ class State(_Frozen):
                 raise ValueError(f"fact {key!r} must be a scalar, got {type(val).__name__}")
             if isinstance(val, float) and not math.isfinite(val):
                 raise ValueError(f"fact {key!r} must be finite")
+            if isinstance(val, str):
+                check_unicode(val, f"fact {key!r}")
         return dict(v)
 
     @property
