@@ -338,3 +338,31 @@ def test_present_facts_are_read_only_and_renumbered_when_copied() -> None:
         assert isinstance(other, PresentFacts) and other == facts
         assert other.cache_number == facts.cache_number  # same facts, same process
     assert PresentFacts({"x": 2}).cache_number != facts.cache_number
+
+
+def test_an_erasure_in_another_process_empties_this_ones_text_caches(
+    tmp_path: Path, acme: Principal
+) -> None:
+    import subprocess
+    import sys
+
+    from situated.recall.reconstruct.rules import _sentences
+
+    path = tmp_path / "shared.db"
+    mem = Memory(path, embedder="hash")
+    rec = mem.add("Reboot the router twice. Then call support.", principal=acme,
+                  state=State("the internet is down", {"router": "on"}))
+    mem.recall(State("the internet is down", {"router": "on"}), principal=acme)
+    assert _sentences.cache_info().currsize > 0
+    assert not mem._forget_erased_texts()  # nothing erased yet
+    script = (
+        "import sys; from situated import Memory, Principal\n"
+        "m = Memory(sys.argv[1], embedder='hash')\n"
+        "m.erase(sys.argv[2], principal=Principal(tenant='acme', roles={'admin'}), "
+        "reason='asked')\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path), rec.id], check=True, timeout=120)
+    assert mem._forget_erased_texts()
+    assert _sentences.cache_info().currsize == 0
+    assert not mem._forget_erased_texts()  # once per erasure
+    mem.close()

@@ -212,6 +212,7 @@ class Memory:
         if ref is not None and ref != self.embedder.model_ref:
             self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)  # raises
         self._analyse_rows()
+        self._erasures = self.store.erasures()
 
     def _analyse_rows(self, batch: int = 1000) -> int:
         """Store the analysis of rows written before it existed, or by an older `analyze`
@@ -726,6 +727,7 @@ class Memory:
                 memory_id, EventType.ERASED, principal.name, reason, {"tombstone": True}
             )
         clear_text_caches()  # parsed, screened and counted texts held by this process
+        self._erasures = self.store.erasures()
 
     # -- recall -----------------------------------------------------------------------------
 
@@ -783,7 +785,18 @@ class Memory:
         )
         if self.store.embedder_ref() is None:
             self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
+        self._forget_erased_texts()
         return run_recall(self.store, self.embedder, self.reconstructor, req)
+
+    def _forget_erased_texts(self) -> bool:
+        """When any process erased a memory since this `Memory` last looked, empty this
+        process's caches of memory text (they may hold the erased text). True if it did."""
+        seen = self.store.erasures()
+        if seen == self._erasures:
+            return False
+        self._erasures = seen
+        clear_text_caches()
+        return True
 
     # -- feedback ---------------------------------------------------------------------------
 

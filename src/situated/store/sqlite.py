@@ -333,6 +333,11 @@ class Store:
         tenant = self._one("SELECT tenant FROM memories WHERE rid = ?", (rid,))
         if tenant is not None:
             self.resident.forget(str(tenant[0]))  # nothing erased stays in this process
+        # tells other processes to empty their caches of memory text (`erasures`)
+        self.db.execute(
+            "INSERT INTO meta (key, value) VALUES ('erasures', '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
 
     def _ledger(
         self,
@@ -752,6 +757,12 @@ class Store:
                             (mid, ns, u, s_),
                         )
         return RebuildReport(len(stored), tuple(bad), repair and bool(bad))
+
+    def erasures(self) -> int:
+        """How many erasures this store has seen (a process compares it with the count it last
+        saw, and empties its caches of memory text when it grew)."""
+        row = self._one("SELECT value FROM meta WHERE key = 'erasures'")
+        return int(row[0]) if row else 0
 
     def bump_generation(self) -> None:
         """Mark a change made without ledger events: in-memory indexes reload everything."""
