@@ -783,15 +783,18 @@ class Memory:
             budget_tokens=budget_tokens, as_of=to_epoch(as_of, "as_of"),
             known_at=to_epoch(known_at, "known_at"), policy=policy or Policy(),
         )
-        if self.store.embedder_ref() is None:
+        meta = self.store.meta("embedder", "erasures")  # one read for both
+        if "embedder" not in meta:
             self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
-        self._forget_erased_texts()
+        self._forget_erased_texts(int(meta.get("erasures", 0)))
         return run_recall(self.store, self.embedder, self.reconstructor, req)
 
-    def _forget_erased_texts(self) -> bool:
-        """When any process erased a memory since this `Memory` last looked, empty this
-        process's caches of memory text (they may hold the erased text). True if it did."""
-        seen = self.store.erasures()
+    def _forget_erased_texts(self, seen: int | None = None) -> bool:
+        """When any process erased a memory since this `Memory` last looked (`seen`: the
+        store's erasure count, read if not given), empty this process's caches of memory text
+        (they may hold the erased text). True if it did."""
+        if seen is None:
+            seen = self.store.erasures()
         if seen == self._erasures:
             return False
         self._erasures = seen

@@ -210,8 +210,17 @@ def tool_mentions(text: str) -> set[str]:
 
 def disallowed_tools(text: str, allowed: Iterable[str]) -> set[str]:
     """Tool names mentioned in `text` that the allow-list does not contain."""
-    ok = {a.lower() for a in allowed}
-    return {t for t in tool_mentions(text) if t.lower() not in ok}
+    return not_allowed(tool_mentions(text), allow_list(allowed))
+
+
+def allow_list(allowed: Iterable[str]) -> frozenset[str]:
+    """An allow-list of tool names as `not_allowed` compares them (case-insensitively)."""
+    return frozenset(a.lower() for a in allowed)
+
+
+def not_allowed(names: Iterable[str], allowed: frozenset[str]) -> set[str]:
+    """The tool names `allowed` (from `allow_list`) does not contain."""
+    return {n for n in names if n.lower() not in allowed}
 
 
 def prohibited_effects(text: str, prohibited: Iterable[str]) -> set[str]:

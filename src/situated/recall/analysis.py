@@ -39,6 +39,7 @@ from situated.recall.reconstruct.rules import (
     _numbers_in,
     _sentences,
     _stems,
+    contrasts_from,
 )
 from situated.recall.validate import _screen, screen_sentences
 from situated.safety import injection_findings, tool_mentions
@@ -96,24 +97,10 @@ class Analysis(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True)
 
     def contrasts(self, now: str) -> list[str]:
         """`rules.text_contrasts(source text, now)`, from the stored source-text marks."""
-        found = []
-        n = _marks(now)
         sides = self.then_sides
-        for i, (na, nb) in enumerate(n.sides):
-            if (na is None) == (nb is None):
-                continue  # a contrast needs exactly one side now
-            ta, tb = sides.get(i, (None, None))
-            if ta is not None and tb is None and nb is not None:
-                found.append(f"{ta!r} then, {nb!r} now")
-            elif tb is not None and ta is None and na is not None:
-                found.append(f"{tb!r} then, {na!r} now")
-        if n.numbers:
-            then_nums = self.then_numbers
-            for num, w, key, value in n.numbers:
-                old = then_nums.get(key)
-                if old is not None and old[1] != value:
-                    found.append(f"{old[0]} {w} then, {num} {w} now")
-        return found
+        return contrasts_from(
+            lambda i: sides.get(i, (None, None)), lambda: self.then_numbers, now
+        )
 
     def encode(self) -> bytes:
         """What the store keeps: MessagePack, fields in order (decoded in a few µs)."""

@@ -97,7 +97,9 @@ def run_recall(
         trace.append(StageTrace(dup.record.id, "dedupe", "DUPLICATE", detail=detail))
 
     # then/now similarity against the present state alone (not the intent)
-    state_vecs = store.vectors_of("state", [c.rid for c in kept], tenant)
+    state_vecs = store.vectors_of(
+        "state", [c.rid for c in kept if c.state_similarity is not None], tenant
+    )
     recons: dict[str, Reconstruction] = {}
     analyses: dict[str, Analysis | None] = {}
     scores: dict[str, Scores] = {}
@@ -115,8 +117,7 @@ def run_recall(
     model_ref = embedder.model_ref  # the same for every candidate: read once
     for c in kept:
         rec = c.record
-        sv = state_sims.get(c.rid)
-        state_sim = None if c.state_similarity is None else sv
+        state_sim = state_sims.get(c.rid)  # None without a situation to compare
         analysis = analyses[rec.id] = decode(c.analysis)  # None: judged from the text
         item = ReconstructionInput(
             record=rec, present=state, intent=intent, state_similarity=state_sim,

@@ -17,8 +17,10 @@ from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Ver
 from situated.recall.reconstruct.base import Policy
 from situated.recall.reconstruct.rules import _sentences
 from situated.safety import (
+    allow_list,
     injection_findings,
     may_hold_injection,
+    not_allowed,
     prohibited_effects,
     tool_mentions,
 )
@@ -97,7 +99,7 @@ def screen_sentences(
 ) -> tuple[tuple[str, ...], tuple[Claim, ...]]:
     """(kept sentences, rejected claims) under a policy, given each sentence's (by index)
     first injection finding and the tools it mentions."""
-    ok = None if allowed_tools is None else {a.lower() for a in allowed_tools}
+    ok = None if allowed_tools is None else allow_list(allowed_tools)
     kept: list[str] = []
     rejected: list[Claim] = []
     for i, sentence in enumerate(sentences):
@@ -106,7 +108,7 @@ def screen_sentences(
             rejected.append(Claim(sentence, RejectionReason.SUSPECTED_POISONING, reason))
             continue
         if ok is not None:
-            bad = {t for t in tools(i, sentence) if t.lower() not in ok}
+            bad = not_allowed(tools(i, sentence), ok)
             if bad:
                 rejected.append(
                     Claim(sentence, RejectionReason.SCOPE_MISMATCH,

@@ -204,8 +204,7 @@ class Store:
             )
 
     def embedder_ref(self) -> str | None:
-        row = self._one("SELECT value FROM meta WHERE key = 'embedder'")
-        return None if row is None else str(row[0])
+        return self.meta("embedder").get("embedder")
 
     # -- writes (call inside `transaction()`) ----------------------------------------------
 
@@ -220,7 +219,7 @@ class Store:
     ) -> int:
         """Insert a new memory, its FTS row, its vectors and its `proposed` event.
 
-        `analysis` is (version, JSON) of `situated.recall.analysis`, stored with the row."""
+        `analysis` is (version, stored form) of `situated.recall.analysis`, kept with the row."""
         src, sc, val = rec.source, rec.scope, rec.validity
         st = src.state
         self.db.execute(
@@ -333,11 +332,7 @@ class Store:
         tenant = self._one("SELECT tenant FROM memories WHERE rid = ?", (rid,))
         if tenant is not None:
             self.resident.forget(str(tenant[0]))  # nothing erased stays in this process
-        # tells other processes to empty their caches of memory text (`erasures`)
-        self.db.execute(
-            "INSERT INTO meta (key, value) VALUES ('erasures', '1') ON CONFLICT (key) "
-            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-        )
+        self._count("erasures")  # other processes then empty their caches of memory text
 
     def _ledger(
         self,
@@ -403,20 +398,14 @@ class Store:
         return _record(row)
 
     def by_rids(self, rids: Sequence[int], elig: Eligibility) -> dict[int, MemoryRecord]:
-        if not rids:
-            return {}
-        where, params = self._where(elig)
-        rows = self._all(
-            f"SELECT {_SELECT} FROM memories m WHERE m.rid IN ({','.join('?' * len(rids))}) "
-            f"AND {where}",
-            (*rids, *params),
-        )
-        return {int(r[0]): _record(r) for r in rows}
+        """The eligible ones of these rows, by rid."""
+        return {rid: rec for rid, (rec, _) in self.with_analyses(rids, elig, None).items()}
 
     def with_analyses(
-        self, rids: Sequence[int], elig: Eligibility, version: int
+        self, rids: Sequence[int], elig: Eligibility, version: int | None
     ) -> dict[int, tuple[MemoryRecord, bytes | None]]:
-        """`by_rids`, each record with its stored analysis (None unless of `version`)."""
+        """`by_rids`, each record with its stored analysis (None unless of `version`; always
+        None when `version` is None)."""
         if not rids:
             return {}
         where, params = self._where(elig)
@@ -758,17 +747,28 @@ class Store:
                         )
         return RebuildReport(len(stored), tuple(bad), repair and bool(bad))
 
+    def meta(self, *keys: str) -> dict[str, str]:
+        """The `meta` values of these keys that are set."""
+        rows = self._all(
+            f"SELECT key, value FROM meta WHERE key IN ({','.join('?' * len(keys))})", keys
+        )
+        return {str(k): str(v) for k, v in rows}
+
     def erasures(self) -> int:
         """How many erasures this store has seen (a process compares it with the count it last
         saw, and empties its caches of memory text when it grew)."""
-        row = self._one("SELECT value FROM meta WHERE key = 'erasures'")
-        return int(row[0]) if row else 0
+        return int(self.meta("erasures").get("erasures", 0))
 
     def bump_generation(self) -> None:
         """Mark a change made without ledger events: in-memory indexes reload everything."""
+        self._count("generation")
+
+    def _count(self, key: str) -> None:
+        """Add one to a counter in `meta` (call in a transaction)."""
         self.db.execute(
-            "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key) "
-            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (key,),
         )
 
     def integrity(self) -> str:

@@ -46,40 +46,18 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
         a = item.analysis
         ev = evaluated(rec.conditions, item.present.facts, a.conditions if a else None)
         if ev.mismatched:
-            return Reconstruction(
-                memory_id=rec.id,
-                verdict=Verdict.NOT_APPLICABLE,
-                confidence=1.0,
-                guidance="",
-                matched=ev.matched,
-                mismatched=ev.mismatched,
-                unknown=ev.unknown,
-                reason=RejectionReason.CONDITION_FAILED,
-                detail=ev.failed_detail,
-                provenance=PRECHECK,
+            return _reject(
+                item, RejectionReason.CONDITION_FAILED, ev.failed_detail,
+                matched=ev.matched, mismatched=ev.mismatched, unknown=ev.unknown,
             )
         if ev.missing:
-            return Reconstruction(
-                memory_id=rec.id,
-                verdict=Verdict.INSUFFICIENT_EVIDENCE,
-                confidence=0.0,
-                guidance="",
-                matched=ev.matched,
-                unknown=ev.unknown,
+            return _insufficient(
+                item, ev.cannot_check, matched=ev.matched, unknown=ev.unknown,
                 missing_facts=ev.missing,
-                reason=RejectionReason.MISSING_EVIDENCE,
-                detail=ev.cannot_check,
-                provenance=PRECHECK,
             )
     elif rec.kind is _LESSON and rec.source.state_unknown:
-        return Reconstruction(
-            memory_id=rec.id,
-            verdict=Verdict.INSUFFICIENT_EVIDENCE,
-            confidence=0.0,
-            guidance="",
-            reason=RejectionReason.MISSING_EVIDENCE,
-            detail="source state unknown and no conditions: applicability cannot be checked",
-            provenance=PRECHECK,
+        return _insufficient(
+            item, "source state unknown and no conditions: applicability cannot be checked"
         )
     return None
 
@@ -222,26 +200,32 @@ def _evaluate(
     )
 
 
-def _texts(results: list[ConditionResult], truth: Truth) -> tuple[str, ...]:
-    return tuple(r.condition.text for r in results if r.truth is truth)
-
-
 def _reject(
     item: ReconstructionInput,
     reason: RejectionReason,
     detail: str,
-    results: list[ConditionResult] | None = None,
+    matched: tuple[str, ...] = (),
+    mismatched: tuple[str, ...] = (),
+    unknown: tuple[str, ...] = (),
 ) -> Reconstruction:
-    results = results or []
+    """NOT_APPLICABLE, certainly: a hard gate failed."""
     return Reconstruction(
-        memory_id=item.record.id,
-        verdict=Verdict.NOT_APPLICABLE,
-        confidence=1.0,
-        guidance="",
-        matched=_texts(results, Truth.MATCHED),
-        mismatched=_texts(results, Truth.MISMATCHED),
-        unknown=_texts(results, Truth.UNKNOWN),
-        reason=reason,
-        detail=detail,
+        memory_id=item.record.id, verdict=Verdict.NOT_APPLICABLE, confidence=1.0, guidance="",
+        matched=matched, mismatched=mismatched, unknown=unknown, reason=reason, detail=detail,
         provenance=PRECHECK,
+    )
+
+
+def _insufficient(
+    item: ReconstructionInput,
+    detail: str,
+    matched: tuple[str, ...] = (),
+    unknown: tuple[str, ...] = (),
+    missing_facts: tuple[str, ...] = (),
+) -> Reconstruction:
+    """INSUFFICIENT_EVIDENCE: applicability cannot be checked without more facts."""
+    return Reconstruction(
+        memory_id=item.record.id, verdict=Verdict.INSUFFICIENT_EVIDENCE, confidence=0.0,
+        guidance="", matched=matched, unknown=unknown, missing_facts=missing_facts,
+        reason=RejectionReason.MISSING_EVIDENCE, detail=detail, provenance=PRECHECK,
     )

@@ -27,6 +27,7 @@ How it decides, for a candidate that passed the pre-checks (conditions already h
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
@@ -74,22 +75,36 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 
 def text_contrasts(then: str, now: str) -> list[str]:
     """Explicit opposites between two situation texts: ['on vs off', '3 apples vs 5 apples']."""
+    lowered = ascii_lower(then)
+
+    def then_side(i: int) -> tuple[str | None, str | None]:
+        a, b = _COMPILED[i]
+        ta, tb = a.search(then, lowered), b.search(then, lowered)
+        return None if ta is None else ta.group(0), None if tb is None else tb.group(0)
+
+    return contrasts_from(then_side, lambda: _marks_numbers(then)[1], now)
+
+
+def contrasts_from(
+    then_side: Callable[[int], tuple[str | None, str | None]],
+    then_numbers: Callable[[], Mapping[str, tuple[str, float]]],
+    now: str,
+) -> list[str]:
+    """`text_contrasts` given the source text's marks: `then_side(i)` is the first match of
+    each side of contrast `i`, `then_numbers()` its numbers by the word after them (asked
+    for only when `now` needs them)."""
     found = []
     n = _marks(now)  # the present text: once per recall, whatever the candidates
-    lowered: str | None = None
-    lowered_done = False
-    for (a, b), (na, nb) in zip(_COMPILED, n.sides, strict=True):
+    for i, (na, nb) in enumerate(n.sides):
         if (na is None) == (nb is None):
             continue  # a contrast needs exactly one side now: then is searched only for those
-        if not lowered_done:
-            lowered, lowered_done = ascii_lower(then), True
-        ta, tb = a.search(then, lowered), b.search(then, lowered)
-        if ta and not tb and nb is not None:
-            found.append(f"{ta.group(0)!r} then, {nb!r} now")
-        elif tb and not ta and na is not None:
-            found.append(f"{tb.group(0)!r} then, {na!r} now")
+        ta, tb = then_side(i)
+        if ta is not None and tb is None and nb is not None:
+            found.append(f"{ta!r} then, {nb!r} now")
+        elif tb is not None and ta is None and na is not None:
+            found.append(f"{tb!r} then, {na!r} now")
     if n.numbers:
-        then_nums = _marks_numbers(then)[1]
+        then_nums = then_numbers()
         for num, w, key, value in n.numbers:
             old = then_nums.get(key)
             if old is not None and old[1] != value:
