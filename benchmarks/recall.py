@@ -82,11 +82,11 @@ from situated.embed.base import Embedder, Vector
 from situated.models import MemoryRecord
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.analysis import stored_form
-from situated.recall.eligible import Eligibility
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy
 from situated.recall.retrieve import retrieve
 from situated.store.ledger import EventType
+from situated.store.scope import Eligibility
 from situated.store.vectors import load_extension
 
 F32 = npt.NDArray[np.float32]

@@ -25,6 +25,7 @@ from situated.recall.reconstruct.base import Policy, ReconstructionInput
 from situated.recall.reconstruct.prechecks import precheck
 from situated.recall.reconstruct.rules import RulesReconstructor
 from situated.recall.validate import validate
+from situated.store.scope import SYSTEM
 
 # words that hit every branch: contrasts, numbers before words, injection and unsafe phrases,
 # tool mentions, prohibited effects, source values the lesson names, fact subjects
@@ -171,7 +172,7 @@ def test_written_rows_carry_their_analysis_and_erasure_clears_it(
     row = mem.store._one("SELECT analysis, analysis_version FROM memories WHERE id = ?",
                          (rec.id,))
     assert row == (None, 0)
-    assert mem.store.unanalysed(VERSION, 10) == []  # erased rows are not re-analysed
+    assert mem.store.unanalysed(VERSION, 10, SYSTEM) == []  # erased rows are not re-analysed
 
 
 def test_rows_without_analysis_are_filled_in_and_recall_the_same(
@@ -247,7 +248,7 @@ def test_a_backfill_does_not_write_into_a_row_erased_meanwhile(
 ) -> None:
     rec = mem.add("Keep the receipt.", principal=acme, state=State("buying", {"item": "tv"}))
     mem.store.db.execute("UPDATE memories SET analysis = NULL, analysis_version = 0")
-    rows = mem.store.unanalysed(VERSION, 10)  # read, as a backfill does, before the erasure
+    rows = mem.store.unanalysed(VERSION, 10, SYSTEM)  # read, as a backfill does, before the erasure
     admin = Principal(tenant="acme", roles={"admin"}, clearance="internal")
     mem.erase(rec.id, principal=admin, reason="asked")
     with mem.store.transaction():

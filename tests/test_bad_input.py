@@ -115,7 +115,7 @@ def test_feedback_errors_change_nothing(mem: Memory, acme: Principal) -> None:
 
 def test_feedback_is_idempotent_and_conflicts_are_refused(mem: Memory, acme: Principal) -> None:
     rid = _setup(mem, acme)
-    mid = mem.store.get_recall(rid, "acme").served[0]
+    mid = mem.store.get_recall(rid, acme).served[0]
     first = mem.feedback(rid, principal=acme, success=True, used=[mid])
     again = mem.feedback(rid, principal=acme, success=True, used=[mid])
     assert not first.duplicate and again.duplicate

@@ -125,7 +125,7 @@ def test_add_stores_the_record_with_its_source(db: Path, mem_of: Any) -> None:
         "--action", "open drawer 2", "--failure", "--reward", "-1", "--episode", "ep-7",
         "--step", "3", "--evidence", "log:1",
         "--role-required", "support", "--classification", "confidential", "--authority",
-        "system_observed", "--actor", "tester",
+        "system_observed", "--actor", "tester", "--clearance", "confidential",
     ))
     assert len(out) == 1
     mid = out[0]["id"]
@@ -388,7 +388,8 @@ def test_foreign_tenant_cannot_inspect_history_or_list(db: Path) -> None:
 
 def test_roles_and_clearance_gate_the_cli(db: Path) -> None:
     mid = lines(ok(db, "add", "Billing-only lesson.", "--tenant", "acme", "--role-required",
-                   "billing", "--classification", "confidential"))[0]["id"]
+                   "billing", "--classification", "confidential", "--role", "billing",
+                   "--clearance", "confidential"))[0]["id"]
     assert run(db, "inspect", mid, "--tenant", "acme").exit_code == 1
     assert run(db, "inspect", mid, "--tenant", "acme", "--role", "billing").exit_code == 1
     assert run(db, "inspect", mid, "--tenant", "acme", "--clearance", "confidential").exit_code == 1

@@ -15,6 +15,7 @@ from situated.errors import SupersessionWarning
 from situated.learning.learned import LearnedReconstructor
 from situated.learning.lifecycle import LifecycleRules
 from situated.store.ledger import EventType
+from situated.store.scope import Eligibility
 
 S = State("deploy failed on the api", facts={"service": "api"})
 
@@ -88,9 +89,12 @@ def test_utility_is_per_namespace(mem: Memory, acme: Principal) -> None:
                   state=S).id
     for _ in range(3):
         _use(mem, acme, mid, False, namespace="deploys")
-    counts = mem.store.namespace_counters([mid], "deploys")
+    elig = Eligibility.for_inspection(acme)
+    counts = mem.store.namespace_counters([mid], "deploys", elig)
     assert counts[mid] == (3, 0)
-    assert mem.store.namespace_counters([mid], "approvals") == {}
+    assert mem.store.namespace_counters([mid], "approvals", elig) == {}
+    outsider = Eligibility.for_inspection(Principal("acme", clearance="public"))
+    assert mem.store.namespace_counters([mid], "deploys", outsider) == {}
     assert mem.rebuild().mismatched == ()
 
 
@@ -244,7 +248,7 @@ def test_learned_falls_back_then_fits_and_reports_calibration(tmp_path: Path) ->
     b = mem.recall(State("deploy failed", facts={"service": "api", "stage": "deploy"}),
                    principal=who)
     assert all(i.scores.applicability > 0 for i in b.items)
-    assert mem.store.get_recall(b.recall_id, "acme").payload["reconstructions"][
+    assert mem.store.get_recall(b.recall_id, who).payload["reconstructions"][
         good.id]["provenance"]["learned"] is False
     for n in range(40):
         st_ = State("deploy failed", facts={"service": "api", "stage": "deploy", "n": n % 4})

@@ -432,7 +432,7 @@ def test_recall_serves_the_llm_guidance(tmp_path: Path, srv: OpenAIStub) -> None
     assert served.adaptations == ("60 -> 45 (days_since_purchase)",)
     assert f"{LLM_GUIDANCE} [{mid}]" in b.render()
 
-    stored = mem.store.get_recall(b.recall_id, "acme").payload
+    stored = mem.store.get_recall(b.recall_id, ME).payload
     assert stored["reconstructor"] == "llm@1"
     prov = stored["reconstructions"][mid]["provenance"]
     assert (prov["reconstructor"], prov["prompt_version"], prov["model"]) == (
@@ -476,7 +476,7 @@ def test_recall_falls_back_to_rules_loudly(tmp_path: Path, srv: OpenAIStub) -> N
         [served] = b.items
         assert served.memory_id == mid
         assert served.text == LESSON  # the rules guidance, not anything the model said
-        prov = mem.store.get_recall(b.recall_id, "acme").payload["reconstructions"][mid][
+        prov = mem.store.get_recall(b.recall_id, ME).payload["reconstructions"][mid][
             "provenance"]
         assert (prov["reconstructor"], prov["fallback_from"]) == ("rules", "llm")
         assert mem.health().failures["reconstructor:llm"] == n

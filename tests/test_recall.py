@@ -209,7 +209,7 @@ def test_memory_is_byte_identical_after_recalls(mem: Memory, acme: Principal) ->
 def test_recall_record_is_persisted_with_versions(mem: Memory, acme: Principal) -> None:
     mem.add("Heat the pan first.", principal=acme, state=State("pan", facts={"hot": False}))
     b = mem.recall(State("pan", facts={"hot": False}), principal=acme)
-    rec = mem.store.get_recall(b.recall_id, "acme")
+    rec = mem.store.get_recall(b.recall_id, acme)
     assert rec.payload["embedder"].startswith("hash@")
     assert rec.payload["reconstructor"] == "rules@1"
     assert rec.served == tuple(i.memory_id for i in b.items)

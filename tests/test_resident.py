@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from situated import Classification, InvalidInput, Memory, Principal, State
 from situated.models import LifecycleState
-from situated.recall.eligible import Eligibility
 from situated.store.resident import tokens
+from situated.store.scope import Eligibility
 from situated.store.sqlite import lexical_terms
 
 WORDS = "refund invoice deploy rollback mug drawer stove kettle flight visa".split()
@@ -281,7 +281,7 @@ def test_erase_in_this_process_drops_the_slice_at_once(tmp_path: Path) -> None:
     assert "acme" in mem.store.resident.slices
     mem.erase(gone.id, principal=who, reason="asked")
     assert "acme" not in mem.store.resident.slices  # no recall needed to forget it
-    assert mem.store.vectors_of("content", [rid], "acme") == {}
+    assert mem.store.vectors_of("content", [rid], Eligibility.for_inspection(who)) == {}
 
 
 def test_refused_reload_leaves_no_stale_slice(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from situated import (
     Principal,
     State,
 )
+from situated.store.scope import SYSTEM
 from situated.write.gates import WritePolicy, redact
 
 ALLOWED = frozenset({"lookup_order", "refund_prorated", "send_reply"})
@@ -228,7 +229,7 @@ def test_erase_leaves_nothing_readable_and_a_tombstone(tmp_path: Path) -> None:
     assert "Rose Street" not in everything
     assert not list(db.execute("SELECT rid FROM vec_content WHERE rid = 1"))
     assert not list(db.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'rose'"))
-    events = [e.event.value for e in mem.store._events("memory_id = ?", (rec.id,))]
+    events = [e.event.value for e in mem.store._events("memory_id = ?", (rec.id,), SYSTEM)]
     assert events[-1] == "erased"
     assert mem.health().ok
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from situated import arguments as args
 from situated.conditions import parse_condition
 from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
 from situated.embed.base import Vector
@@ -55,11 +56,17 @@ from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.analysis import clear_text_caches, stored_form
 from situated.recall.briefing import Briefing
 from situated.recall.dedupe import near_duplicate
-from situated.recall.eligible import Eligibility
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
 from situated.store.ledger import Credit, EventType, LedgerEvent, replay
 from situated.store.resident import DEFAULT_BUDGET_MB as DEFAULT_RESIDENT_MB
+from situated.store.scope import (
+    ALL_STATES,
+    SYSTEM,
+    Eligibility,
+    check_write,
+    default_classification,
+)
 from situated.store.sqlite import RebuildReport, Store
 from situated.write.distill import Distiller, RulesDistiller, Trajectory
 from situated.write.gates import (
@@ -86,7 +93,7 @@ class _Prepared:
     report: GateReport
     vectors: dict[str, Vector]
     near: list[tuple[MemoryRecord, float]]
-    actor: str
+    writer: Principal
     reason: str
     data: dict[str, Any]
     analysis: bytes | None
@@ -100,7 +107,7 @@ _ADD_DEFAULTS: dict[str, Any] = {
     "kind": Kind.LESSON, "namespace": "default", "state": None, "action": None,
     "success": None, "reward": None, "episode_id": None, "step": None, "evidence": (),
     "conditions": (), "entity": None, "attribute": None, "value": None, "multi_valued": False,
-    "roles": (), "classification": Classification.INTERNAL, "consent": None,
+    "roles": (), "classification": None, "consent": None,
     "authority": Authority.INFERRED, "valid_from": None, "valid_until": None,
     "policy_version": None,
 }
@@ -218,7 +225,7 @@ class Memory:
         """Store the analysis of rows written before it existed, or by an older `analyze`
         (derived data, like the FTS row: recall works without it, only slower)."""
         done = 0
-        while rows := self.store.unanalysed(ANALYSIS_VERSION, batch):
+        while rows := self.store.unanalysed(ANALYSIS_VERSION, batch, SYSTEM):
             analysed = [(rid, stored_form(rec)) for rid, rec in rows]  # outside the lock
             with self.store.transaction():
                 for rid, text in analysed:
@@ -263,7 +270,7 @@ class Memory:
         value: FactValue = None,
         multi_valued: bool = False,
         roles: Iterable[str] = (),
-        classification: Classification | str = Classification.INTERNAL,
+        classification: Classification | str | None = None,
         consent: str | None = None,
         authority: Authority | str = Authority.INFERRED,
         valid_from: TimeLike = None,
@@ -274,8 +281,11 @@ class Memory:
         """Propose a memory; the promotion policy decides whether it becomes recallable.
 
         Everything is validated before anything is written: bad input raises `InvalidInput`
-        naming the field and leaves the store untouched. An exact duplicate of a stored memory
-        is not added again: the existing one is reinforced (a ledger event) and returned.
+        naming the field and leaves the store untouched. A principal writes only within its
+        own scope: `roles` must be roles it holds and `classification` (default: internal, or
+        the principal's clearance if lower) at most its clearance, else `PermissionDenied`.
+        An exact duplicate of a stored memory with the same scope is not added again: the
+        existing one is reinforced (a ledger event) and returned.
 
         Returns:
             The stored record (state ACTIVE if promoted, PROPOSED if held for review).
@@ -342,50 +352,62 @@ class Memory:
         near_twins = near(rec) if not report.held and not report.rejected else []
         return _Prepared(
             rec, report, {"content": content_vec, "state": state_vec}, near_twins,
-            principal.name, reason, {"gates": report.to_data()} | (trace or {}),
+            principal, reason, {"gates": report.to_data()} | (trace or {}),
             stored_form(rec),
         )
 
     def _commit(self, p: _Prepared) -> MemoryRecord:
-        """Inside a transaction: reinforce a twin, or insert and promote/hold/reject."""
-        rec, report, actor = p.record, p.report, p.actor
+        """Inside a transaction: reinforce a twin, or insert and promote/hold/reject.
+
+        Lookups see only what every reader of the new memory may read
+        (`Eligibility.readers_of`): a twin held in a narrower scope is neither revealed nor
+        touched; the proposal is stored as a memory of its own."""
+        rec, report, writer = p.record, p.report, p.writer
+        own = Eligibility(writer, states=ALL_STATES)
         twin = None
         if not report.held and not report.rejected:
             # a restatement strengthens the existing memory instead of adding a copy; a held
             # proposal (e.g. the return of a retired lesson) is kept for review; only within
             # the same scope: folding a consent-bound or role-restricted proposal into a
             # broader twin would escape a later revocation
+            live = Eligibility.readers_of(
+                rec.scope, (LifecycleState.ACTIVE, LifecycleState.PROPOSED)
+            )
             twin = next(
-                (t for t in (self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint),
+                (t for t in (self.store.by_fingerprint(rec.fingerprint, live),
                              *(t for t, _ in p.near))
                  if t is not None and t.scope == rec.scope
                  and t.state in (LifecycleState.ACTIVE, LifecycleState.PROPOSED)),
                 None,
             )
         elif report.held:
-            same = self.store.by_fingerprint(rec.scope.tenant, rec.fingerprint)
-            if same is not None and same.state is LifecycleState.PROPOSED:
+            same = self.store.by_fingerprint(
+                rec.fingerprint, Eligibility.readers_of(rec.scope, (LifecycleState.PROPOSED,))
+            )
+            if same is not None and same.scope == rec.scope:
                 twin = same  # the same text already waits for review
         if twin is not None:
             self.store.append_event(
-                twin.id, EventType.REINFORCED, actor, "duplicate proposed again",
+                twin.id, own, EventType.REINFORCED, writer.name, "duplicate proposed again",
                 {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id,
                  "fingerprint": rec.fingerprint},
             )
-            return self.store.content_of(twin.id)
+            return self.store.get(twin.id, own)
         self.store.insert(
-            rec, p.vectors, actor, p.reason, p.data, (ANALYSIS_VERSION, p.analysis)
+            rec, writer, p.vectors, p.reason, p.data, (ANALYSIS_VERSION, p.analysis)
         )
         if report.rejected:
             self.store.append_event(
-                rec.id, EventType.REJECTED, "gates", "; ".join(report.reasons())
+                rec.id, own, EventType.REJECTED, "gates", "; ".join(report.reasons())
             )
         elif not report.held:  # a held proposal stays PROPOSED; its event carries the reasons
             decision = self.promotion.decide(rec)
             if decision.promote:
-                self.store.append_event(rec.id, EventType.PROMOTED, actor, decision.reason)
-                self._supersede_same_key(rec, actor)
-        return self.store.content_of(rec.id)
+                self.store.append_event(
+                    rec.id, own, EventType.PROMOTED, writer.name, decision.reason
+                )
+                self._supersede_same_key(rec, writer)
+        return self.store.get(rec.id, own)
 
     def add_many(
         self,
@@ -441,12 +463,10 @@ class Memory:
     def _near_duplicates(
         self, rec: MemoryRecord, vec: Vector
     ) -> list[tuple[MemoryRecord, float]]:
-        """Same-tenant, same-namespace memories whose lesson says the same thing."""
-        who = Principal(tenant=rec.scope.tenant, clearance=Classification.RESTRICTED)
-        elig = Eligibility(
-            who, (rec.scope.namespace,),
-            (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE, LifecycleState.ARCHIVED),
-            all_roles=True,
+        """Same-namespace memories whose lesson says the same thing, among those every reader
+        of `rec` may read (a gate's reason names what it found)."""
+        elig = Eligibility.readers_of(
+            rec.scope, (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE, LifecycleState.ARCHIVED)
         )
         hits = self.store.dense("content", vec, 5, elig)
         records = self.store.by_rids([rid for rid, _ in hits], elig)
@@ -463,7 +483,7 @@ class Memory:
         reward: float | None, episode_id: str | None, step: int | None,
         evidence: Sequence[str], conditions: Sequence[str], entity: str | None,
         attribute: str | None, value: FactValue, multi_valued: bool, roles: Iterable[str],
-        classification: Classification | str, consent: str | None,
+        classification: Classification | str | None, consent: str | None,
         authority: Authority | str, valid_from: TimeLike, valid_until: TimeLike,
         policy_version: str | None,
     ) -> MemoryRecord:
@@ -503,14 +523,18 @@ class Memory:
             raise InvalidInput("valid_until", "must be later than valid_from")
         auth = parse_authority(authority)
         unknown = state is None or state.is_empty
+        if isinstance(roles, str):
+            roles = (roles,)
         scope = validate_input(
             "",
             lambda: Scope(
                 tenant=principal.tenant, namespace=namespace, roles=frozenset(roles),
-                classification=classification,  # type: ignore[arg-type]  # validator parses
+                classification=default_classification(principal)  # type: ignore[arg-type]
+                if classification is None else classification,  # the validator parses it
                 consent=consent,
             ),
         )
+        check_write(principal, scope)
         source = validate_input(
             "",
             lambda: Source(
@@ -541,7 +565,7 @@ class Memory:
             ),
         )
 
-    def _supersede_same_key(self, rec: MemoryRecord, actor: str) -> None:
+    def _supersede_same_key(self, rec: MemoryRecord, writer: Principal) -> None:
         """A single-valued fact closes the validity of older facts with its (entity, attribute).
 
         Multi-valued attributes never supersede; a new single-valued fact that reads like an
@@ -550,17 +574,19 @@ class Memory:
         if rec.entity is None or rec.attribute is None or rec.multi_valued:
             return
         for old in self.store.same_key(
-            rec.scope.tenant, rec.scope.namespace, rec.entity, rec.attribute
+            rec.entity, rec.attribute, Eligibility.readers_of(
+                rec.scope, (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE)
+            ),
         ):
-            if old.id == rec.id or old.state is LifecycleState.INVALIDATED or old.multi_valued:
+            if old.id == rec.id or old.multi_valued:
                 continue
             if (old.scope.roles, old.scope.classification) != (
                 rec.scope.roles, rec.scope.classification
             ):
-                continue  # a writer never invalidates a fact scoped for other readers
+                continue  # supersession only within the same scope: never for other readers
             if old.validity.valid_from > rec.validity.valid_from:
                 # the incoming value is older in world time: it held until the stored one began
-                self._supersede(rec, old, actor, "a newer value was already recorded")
+                self._supersede(rec, old, writer, "a newer value was already recorded")
                 return
             if _ADDITIONAL.search(rec.content):
                 warnings.warn(
@@ -570,23 +596,22 @@ class Memory:
                     SupersessionWarning,
                     stacklevel=4,
                 )
-            self._supersede(old, rec, actor, f"newer value for ({rec.entity}, {rec.attribute})")
+            self._supersede(old, rec, writer, f"newer value for ({rec.entity}, {rec.attribute})")
 
     def _supersede(
         self,
         old: MemoryRecord,
         new: MemoryRecord,
-        actor: str,
+        actor: Principal,
         reason: str,
         at: float | None = None,
     ) -> None:
-        """Close `old`'s validity when `new` begins (or at `at`), link both, log the event."""
+        """Close `old`'s validity when `new` begins (or at `at`), link both, log the event;
+        both within `actor`'s scope."""
         end = max(new.validity.valid_from if at is None else at, old.validity.valid_from + 1e-6)
         end = min(end, old.validity.valid_until)
-        self.store.set_validity_end(old.id, end)
-        self.store.link_supersession(old.id, new.id)
-        self.store.append_event(
-            old.id, EventType.SUPERSEDED, actor, reason, {"by": new.id, "valid_until": end}
+        self.store.supersede(
+            old.id, new.id, end, Eligibility(actor, states=ALL_STATES), actor.name, reason
         )
 
     def promote(
@@ -606,14 +631,15 @@ class Memory:
     ) -> MemoryRecord:
         if "reviewer" not in reviewer.roles:
             raise PermissionDenied("reviewing proposals needs the 'reviewer' role")
-        rec = self.store.get(memory_id, Eligibility.for_inspection(reviewer))
-        if rec.state is not LifecycleState.PROPOSED:
-            raise UsageError(f"{memory_id} is {rec.state.value}, not PROPOSED")
-        with self.store.transaction():
-            self.store.append_event(memory_id, event, reviewer.name, reason)
+        own = Eligibility.for_inspection(reviewer)
+        with self.store.transaction():  # read inside: no concurrent review slips past
+            rec = self.store.get(memory_id, own)
+            if rec.state is not LifecycleState.PROPOSED:
+                raise UsageError(f"{memory_id} is {rec.state.value}, not PROPOSED")
+            self.store.append_event(memory_id, own, event, reviewer.name, reason)
             if event is EventType.PROMOTED:
-                self._supersede_same_key(rec, reviewer.name)
-        return self.store.content_of(memory_id)
+                self._supersede_same_key(rec, reviewer)
+            return self.store.get(memory_id, own)
 
     def pending(
         self, *, reviewer: Principal, namespace: str | None = None, limit: int = 100
@@ -639,7 +665,7 @@ class Memory:
         *,
         principal: Principal,
         distiller: Distiller | None = None,
-        classification: Classification | str = Classification.INTERNAL,
+        classification: Classification | str | None = None,
         source_classification: Classification | str | None = None,
         consent: str | None = None,
         authority: Authority | str = Authority.SYSTEM_OBSERVED,
@@ -680,7 +706,10 @@ class Memory:
         ]
 
     def revoke_consent(self, consent: str, *, principal: Principal, reason: str) -> int:
-        """Withdraw a consent: every memory under it becomes REVOKED at once. Needs 'admin'.
+        """Withdraw a consent: every memory under it that the principal may read becomes
+        REVOKED at once. Needs 'admin'; run it as an admin cleared `restricted` holding the
+        tenant's roles to reach every memory (one rule for every path: nothing outside a
+        principal's scope changes).
 
         Returns:
             How many memories were revoked.
@@ -689,42 +718,23 @@ class Memory:
         if not consent or not reason:
             raise InvalidInput("consent", "a consent reference and a reason are required")
         with self.store.transaction():  # select inside: no concurrent write slips past
-            rows = self.store._all(
-                "SELECT id FROM memories WHERE tenant = ? AND consent = ? AND state NOT IN "
-                "('REVOKED', 'ERASED')",
-                (principal.tenant, consent),
+            return self.store.revoke(
+                consent, Eligibility.for_inspection(principal), principal.name, reason
             )
-            for (mid,) in rows:
-                self.store.append_event(
-                    mid, EventType.REVOKED, principal.name, reason, {"consent": consent}
-                )
-        return len(rows)
 
     def erase(self, memory_id: str, *, principal: Principal, reason: str) -> None:
         """Right to erasure: remove content, source, vectors, FTS row and recalled text; leave
-        a tombstone event. Needs the 'admin' role; the memory must be in the principal's
-        tenant."""
+        a tombstone (id, scope, validity, counters) and an `erased` event. Needs the 'admin'
+        role; the memory must be one the principal may read (NotFound otherwise)."""
         _require_admin(principal)
         if not reason or not reason.strip():
             raise InvalidInput("reason", "an erasure needs a reason")
-        elig = Eligibility(
-            Principal(tenant=principal.tenant, clearance=Classification.RESTRICTED),
-            states=tuple(s for s in LifecycleState if s is not LifecycleState.ERASED),
-            all_roles=True,
-        )
-        rec = self.store.get(memory_id, elig)
+        elig = Eligibility.for_inspection(principal)
         with self.store.transaction():
-            for rid, payload in self.store._all(
-                "SELECT id, payload FROM recalls WHERE tenant = ? AND payload LIKE ?",
-                (principal.tenant, f"%{memory_id}%"),
-            ):
-                scrubbed = _scrub_recall(json.loads(payload), memory_id, rec)
-                self.store.db.execute(
-                    "UPDATE recalls SET payload = ? WHERE id = ?", (json.dumps(scrubbed), rid)
-                )
-            self.store.erase_content(memory_id)
-            self.store.append_event(
-                memory_id, EventType.ERASED, principal.name, reason, {"tombstone": True}
+            rec = self.store.get(memory_id, elig)
+            self.store.erase(
+                memory_id, elig, principal.name, reason,
+                lambda payload: _scrub_recall(payload, memory_id, rec),
             )
         clear_text_caches()  # parsed, screened and counted texts held by this process
         self._erasures = self.store.erasures()
@@ -839,7 +849,9 @@ class Memory:
             isinstance(reward, bool) or not isinstance(reward, int | float) or reward != reward
         ):
             raise InvalidInput("reward", "must be a finite number")
-        recall = self.store.get_recall(recall_id, principal.tenant)
+        if not isinstance(principal, Principal):
+            raise InvalidInput("principal", "a Principal is required")
+        recall = self.store.get_recall(recall_id, principal)
         served = recall.served
         foreign = [u for u in used_ids if u not in served]
         if foreign:
@@ -853,22 +865,23 @@ class Memory:
         blamed = tuple(u for u in used_ids if not success)
         exposed = tuple(s for s in served if s not in used_ids)
         transitions: list[tuple[str, str]] = []
+        own = Eligibility(principal, states=ALL_STATES)
         with self.store.transaction():
-            previous = self.store.feedback_digest(recall_id)
+            previous = self.store.feedback_digest(recall)
             if previous is not None:
                 if previous != digest:
                     raise FeedbackConflict(
                         f"recall {recall_id} already has different feedback"
                     )
                 return FeedbackResult(recall_id, credited, blamed, exposed, duplicate=True)
-            self.store.save_feedback(recall_id, principal.tenant, success, used_ids, reward, digest)
+            self.store.save_feedback(recall, success, used_ids, reward, digest)
             for mid, credit in (
                 [(m, Credit.CREDITED) for m in credited]
                 + [(m, Credit.BLAMED) for m in blamed]
                 + [(m, Credit.EXPOSED) for m in exposed]
             ):
                 folded = self.store.append_event(
-                    mid, EventType.FEEDBACK, principal.name, f"{credit.value} by feedback",
+                    mid, own, EventType.FEEDBACK, principal.name, f"{credit.value} by feedback",
                     {"credit": credit.value, "reward": reward, "namespace": recall.namespace},
                     recall_id=recall_id,
                 )
@@ -879,22 +892,23 @@ class Memory:
                 )
                 if to is not None:
                     self.store.append_event(
-                        mid, EventType.TRANSITIONED, "situated", why,
+                        mid, own, EventType.TRANSITIONED, "situated", why,
                         {"to": to.value, "uses": folded.counters.uses,
                          "successes": folded.counters.successes},
                     )
                     transitions.append((mid, to.value))
             for mid in blamed:
-                newer = self._newer_same_key(mid)
+                old = self.store.get(mid, own)
+                newer = self._newer_same_key(old)
                 if newer is not None:
-                    self._supersede(self.store.content_of(mid), newer, principal.name,
+                    self._supersede(old, newer, principal,
                                     "failed while a newer value exists (outcome-triggered)",
                                     at=utcnow())
                     transitions.append((mid, LifecycleState.INVALIDATED.value))
         return FeedbackResult(recall_id, credited, blamed, exposed, tuple(transitions))
 
-    def _newer_same_key(self, memory_id: str) -> MemoryRecord | None:
-        rec = self.store.content_of(memory_id)
+    def _newer_same_key(self, rec: MemoryRecord) -> MemoryRecord | None:
+        """A newer active value of `rec`'s (entity, attribute) in exactly `rec`'s scope."""
         if rec.entity is None or rec.attribute is None or rec.multi_valued:
             return None
         if rec.validity.valid_until <= utcnow():
@@ -903,9 +917,10 @@ class Memory:
                              LifecycleState.INVALIDATED):
             return None  # revoked, rejected or erased memories stay as they are
         for other in reversed(self.store.same_key(
-            rec.scope.tenant, rec.scope.namespace, rec.entity, rec.attribute
+            rec.entity, rec.attribute, Eligibility.readers_of(rec.scope, (LifecycleState.ACTIVE,))
         )):
-            if (other.id != rec.id and other.state is LifecycleState.ACTIVE
+            if (other.id != rec.id and other.scope.roles == rec.scope.roles
+                    and other.scope.classification == rec.scope.classification
                     and other.validity.recorded_at > rec.validity.recorded_at):
                 return other
         return None
@@ -949,8 +964,9 @@ class Memory:
         if k is not None:
             if rec.validity.recorded_at > k:
                 raise NotFound(f"{memory_id} was not recorded yet at {known_at}")
-            events = self.store._events("memory_id = ? AND at <= ?", (memory_id, k))
-            folded = replay(events)
+            folded = replay(
+                self.store.history(memory_id, Eligibility.for_inspection(principal), known_at=k)
+            )
             if folded is not None:
                 rec = rec.model_copy(update={"state": folded.state, "counters": folded.counters})
         return rec
@@ -968,22 +984,31 @@ class Memory:
         limit: int = 100,
         offset: int = 0,
     ) -> builtins.list[MemoryRecord]:
-        """Memories the principal may read, oldest first."""
+        """Memories the principal may read, oldest first. Tombstones of erased memories
+        (`states=["ERASED"]`) are listed to admins only."""
+        args.principal(principal)
+        _check_namespace(namespace)
         elig = Eligibility.for_inspection(principal, namespace)
         if states is not None:
+            if isinstance(states, str | LifecycleState):
+                states = (states,)
             try:
                 wanted = tuple(LifecycleState(str(s).upper()) for s in states)
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 raise InvalidInput("states", str(exc)) from None
+            if LifecycleState.ERASED in wanted and "admin" not in principal.roles:
+                raise PermissionDenied("states: tombstones of erased memories are for admins")
             elig = Eligibility(principal, elig.namespaces, wanted)
-        if not 1 <= limit <= 10_000:
-            raise InvalidInput("limit", "must be from 1 to 10000")
-        return self.store.page(elig, limit, max(0, offset))
+        args.integer(limit, "limit", 1, 10_000)
+        args.integer(offset, "offset", 0, args.MAX_OFFSET)
+        return self.store.page(elig, limit, offset)
 
     def export(
         self, *, principal: Principal, namespace: str | None = None
     ) -> Iterator[dict[str, Any]]:
         """Every memory the principal may read, as JSON-ready dicts, in pages."""
+        args.principal(principal)
+        _check_namespace(namespace)
         elig = Eligibility.for_inspection(principal, namespace)
         offset = 0
         while True:
@@ -994,16 +1019,22 @@ class Memory:
                 yield rec.model_dump(mode="json")
             offset += len(page)
 
-    def ledger(self, *, principal: Principal, limit: int = 100) -> builtins.list[LedgerEvent]:
-        """Recent ledger events the principal may see, newest first."""
-        return self.store.ledger(Eligibility.for_inspection(principal), limit)
+    def ledger(
+        self, *, principal: Principal, limit: int = 100, offset: int = 0
+    ) -> builtins.list[LedgerEvent]:
+        """Recent ledger events the principal may see, newest first: events of memories it
+        may read, and of recalls made by principals it dominates (`store.scope`)."""
+        args.principal(principal)
+        args.integer(limit, "limit", 1, 10_000)
+        args.integer(offset, "offset", 0, args.MAX_OFFSET)
+        return self.store.ledger(Eligibility.for_inspection(principal), limit, offset)
 
     def stats(self, *, principal: Principal) -> Stats:
         """Counts of what this principal may see."""
+        args.principal(principal)
         elig = Eligibility.for_inspection(principal)
         t = principal.tenant
-        recalls = self.store._all("SELECT COUNT(*) FROM recalls WHERE tenant = ?", (t,))[0][0]
-        fb = self.store._all("SELECT COUNT(*) FROM feedback WHERE tenant = ?", (t,))[0][0]
+        recalls, fb = self.store.count_recalls(principal)
         return Stats(
             tenant=t,
             memories_by_state=self.store.count(elig),
@@ -1012,7 +1043,7 @@ class Memory:
             ledger_events=self.store.count_events(elig),
             embedder=self.store.embedder_ref(),
             reconstructor=f"{self.reconstructor.name}@{self.reconstructor.version}",
-            maintenance_failures=self.store.failures(),
+            maintenance_failures=self.store.failures(principal),
             calibration=asdict(cal)
             if isinstance(self.reconstructor, LearnedReconstructor)
             and (cal := self.reconstructor.calibration_for(t)) is not None
@@ -1024,7 +1055,7 @@ class Memory:
         report = self.store.rebuild(repair=False)
         integrity = self.store.integrity()
         orphans = self.store.orphans()
-        failures = self.store.failures()
+        failures = self.store.failures(SYSTEM)
         with self.store.snapshot():
             resident = self.store.resident.describe() | {
                 "mismatches": self.store.resident.verify()
@@ -1039,7 +1070,7 @@ class Memory:
             migrations=tuple(self.store.migrations()),
             path=self.store.path,
             resident=resident,
-            unanalysed=self.store.count_unanalysed(ANALYSIS_VERSION),
+            unanalysed=self.store.count_unanalysed(ANALYSIS_VERSION, SYSTEM),
         )
 
     def rebuild(self, *, repair: bool = False) -> RebuildReport:
@@ -1083,3 +1114,8 @@ def _scrub(value: Any, secrets: set[str]) -> Any:
     if isinstance(value, dict):
         return {k: _scrub(v, secrets) for k, v in value.items()}
     return value
+
+
+def _check_namespace(namespace: Any) -> None:
+    if namespace is not None:
+        validate_input("", lambda: Scope(tenant="t", namespace=namespace))

@@ -68,9 +68,9 @@ from situated.errors import UsageError
 from situated.memory import Memory
 from situated.models import Authority, LifecycleState, Principal, State
 from situated.recall.briefing import Briefing, Rejected, RejectionReason
-from situated.recall.eligible import Eligibility
 from situated.recall.pipeline import OVERFETCH
 from situated.recall.retrieve import retrieve
+from situated.store.scope import Eligibility
 from situated.write.gates import WritePolicy
 
 KS = (1, 5, 10)

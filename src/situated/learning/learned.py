@@ -32,6 +32,7 @@ from situated.recall.reconstruct.base import (
     register_reconstructor,
 )
 from situated.recall.reconstruct.rules import RulesReconstructor
+from situated.store.scope import SYSTEM
 
 MIN_LABELLED = 30
 """Labelled uses needed before the model is trusted over `rules`."""
@@ -124,11 +125,7 @@ class LearnedReconstructor(Reconstructor):
         """(X, y) from the tenant's recalls with feedback in the bound store."""
         if self._store is None:
             return np.zeros((0, len(FEATURES))), np.zeros(0)
-        rows = self._store._all(
-            "SELECT r.payload, f.success, f.used FROM recalls r JOIN feedback f "
-            "ON f.recall_id = r.id WHERE r.tenant = ? ORDER BY r.at",
-            (tenant,),
-        )
+        rows = self._store.labelled_recalls(tenant, SYSTEM)
         xs: list[list[float]] = []
         ys: list[float] = []
         for payload, success, used in rows:
@@ -147,7 +144,8 @@ class LearnedReconstructor(Reconstructor):
     def tenants(self) -> list[str]:
         if self._store is None:
             return []
-        return [str(r[0]) for r in self._store._all("SELECT DISTINCT tenant FROM feedback")]
+        tenants: list[str] = self._store.feedback_tenants(SYSTEM)
+        return tenants
 
     def fit(self, tenant: str | None = None) -> Calibration | None:
         """Refit the tenant's model (every tenant's when None) on its labelled uses; returns
@@ -181,12 +179,7 @@ class LearnedReconstructor(Reconstructor):
     def _maybe_refit(self, tenant: str) -> None:
         if self._store is None:
             return
-        row = self._store._one(
-            "SELECT COUNT(*) FROM ledger WHERE event = 'feedback' AND tenant = ? "
-            "AND json_extract(data, '$.credit') != 'exposed'",
-            (tenant,),
-        )
-        labelled = int(row[0]) if row else 0
+        labelled = self._store.count_labelled(tenant, SYSTEM)
         if tenant not in self._fitted_on or labelled - self._fitted_on[tenant] >= REFIT_EVERY:
             self.fit(tenant)
 

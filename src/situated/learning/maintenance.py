@@ -9,8 +9,9 @@ import apsw
 
 from situated.errors import SituatedError
 from situated.learning.lifecycle import LifecycleRules
-from situated.models import Counters, LifecycleState, utcnow
+from situated.models import LifecycleState, utcnow
 from situated.store.ledger import EventType
+from situated.store.scope import SYSTEM
 from situated.store.sqlite import Store
 
 log = logging.getLogger("situated.maintenance")
@@ -35,34 +36,24 @@ def run_maintenance(
     demoted: list[str] = []
     archived: list[str] = []
     failures: list[str] = []
-    rows = store._all(
-        "SELECT id, state, uses, successes, failures, exposures FROM memories "
-        "WHERE state IN ('ACTIVE', 'LOW_VALUE')"
-    )
-    for mid, state, *counts in rows:
-        c = Counters(*counts)
+    for mid, tenant, state, c in store.lifecycle_candidates(SYSTEM):
         try:
             with store.transaction():
                 if state == LifecycleState.ACTIVE.value:
                     to, why = rules.after_feedback(LifecycleState.ACTIVE, c, credited=False)
                     if to is LifecycleState.LOW_VALUE:
                         store.append_event(
-                            mid, EventType.TRANSITIONED, actor, why,
+                            mid, SYSTEM, EventType.TRANSITIONED, actor, why,
                             {"to": to.value, "uses": c.uses, "successes": c.successes},
                         )
                         demoted.append(mid)
                 elif c.successes == 0:
-                    since = store._one(
-                        "SELECT MAX(at) FROM ledger WHERE memory_id = ? AND event = ? "
-                        "AND json_extract(data, '$.to') = 'LOW_VALUE'",
-                        (mid, EventType.TRANSITIONED.value),
-                    )
-                    at = since[0] if since and since[0] is not None else None
+                    at = store.low_value_since(mid, SYSTEM)
                     if at is not None and now - at >= rules.archive_after_days * 86400:
                         why = (f"LOW_VALUE for {(now - at) / 86400:.0f} days with no credited "
                                f"use ({c.uses} uses)")
                         store.append_event(
-                            mid, EventType.TRANSITIONED, actor, why,
+                            mid, SYSTEM, EventType.TRANSITIONED, actor, why,
                             {"to": LifecycleState.ARCHIVED.value, "uses": c.uses},
                         )
                         archived.append(mid)
@@ -71,5 +62,5 @@ def run_maintenance(
             log.error("maintenance failed for %s", msg)
             failures.append(msg)
             with store.transaction():
-                store.record_failure("maintenance", msg)
+                store.record_failure("maintenance", msg, tenant)
     return MaintenanceReport(tuple(demoted), tuple(archived), tuple(failures))

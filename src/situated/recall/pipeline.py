@@ -31,14 +31,13 @@ from situated.recall.briefing import (
 )
 from situated.recall.compile import knapsack, render_line, token_counter
 from situated.recall.dedupe import collapse
-from situated.recall.eligible import Eligibility
 from situated.recall.reconstruct.base import Policy, ReconstructionInput, Reconstructor
 from situated.recall.reconstruct.prechecks import PresentFacts, precheck
 from situated.recall.reconstruct.rules import RulesReconstructor
 from situated.recall.retrieve import Candidate, retrieve
 from situated.recall.score import score
 from situated.recall.validate import validate
-from situated.store.ledger import EventType
+from situated.store.scope import Eligibility
 from situated.store.sqlite import Store, StoredRecall
 
 PIPELINE_VERSION = "1"
@@ -88,8 +87,7 @@ def run_recall(
 
     # 3 dedupe
     by_rid = {c.rid: c.record for c in candidates}
-    tenant = req.principal.tenant
-    vecs = store.vectors_of("content", [c.rid for c in candidates], tenant)
+    vecs = store.vectors_of("content", [c.rid for c in candidates], elig)
     kept, dropped = collapse(candidates, by_rid, vecs, [c.rid for c in candidates])
     for dup, winner in dropped:
         detail = f"near-duplicate of {winner.record.id}"
@@ -98,13 +96,13 @@ def run_recall(
 
     # then/now similarity against the present state alone (not the intent)
     state_vecs = store.vectors_of(
-        "state", [c.rid for c in kept if c.state_similarity is not None], tenant
+        "state", [c.rid for c in kept if c.state_similarity is not None], elig
     )
     recons: dict[str, Reconstruction] = {}
     analyses: dict[str, Analysis | None] = {}
     scores: dict[str, Scores] = {}
     ns_counts = (
-        store.namespace_counters([c.record.id for c in kept], req.namespace)
+        store.namespace_counters([c.record.id for c in kept], req.namespace, elig)
         if req.namespace else {}
     )
     budget = reconstructor.max_candidates
@@ -269,13 +267,8 @@ def run_recall(
             StoredRecall(
                 briefing.recall_id, req.principal.tenant, now, req.namespace,
                 state_hash, mode.value, tuple(i.memory_id for i in items), payload,
-            )
-        )
-        store.log_event(
-            EventType.RECALLED, req.principal.tenant, req.principal.name,
-            data={"mode": mode.value, "served": [i.memory_id for i in items],
-                  "rejected": len(rejected)},
-            recall_id=briefing.recall_id,
+            ),
+            req.principal,
         )
     return briefing
 
@@ -288,7 +281,9 @@ def _reconstruct(
         return reconstructor.reconstruct(item)
     except ModelError as exc:
         with store.transaction():
-            store.record_failure(f"reconstructor:{reconstructor.name}", str(exc))
+            store.record_failure(
+                f"reconstructor:{reconstructor.name}", str(exc), item.record.scope.tenant
+            )
         recon = RulesReconstructor().reconstruct(item)
         return replace(
             recon,

@@ -13,8 +13,8 @@ import numpy as np
 from situated.embed.base import Vector
 from situated.models import MemoryRecord
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
-from situated.recall.eligible import Eligibility
 from situated.store.resident import Rankings
+from situated.store.scope import Eligibility
 from situated.store.sqlite import Store
 
 RRF_K = 60
@@ -59,7 +59,7 @@ def retrieve(
         top = sorted(fused, key=lambda r: -fused[r])[:k]
         # eligibility applied again on the record table
         records = store.with_analyses(top, elig, ANALYSIS_VERSION)
-        sims = _similarities(store, query, top, found, elig.principal.tenant)
+        sims = _similarities(store, query, top, found, elig)
     lex: dict[int, float] = dict(found.lexical)
     best = max(fused.values(), default=1.0)
     out = []
@@ -86,7 +86,7 @@ def retrieve(
 
 
 def _similarities(
-    store: Store, query: Vector, rids: list[int], found: Rankings, tenant: str
+    store: Store, query: Vector, rids: list[int], found: Rankings, elig: Eligibility
 ) -> dict[int, tuple[float, float]]:
     """Cosine to lesson and to source state for every candidate, fetching vectors not scored."""
     known = found.similarity
@@ -99,6 +99,6 @@ def _similarities(
     need_s = [r for r in rids if r not in state]
     for field, need, into in (("content", need_c, content), ("state", need_s, state)):
         if need:
-            for rid, vec in store.vectors_of(field, need, tenant).items():
+            for rid, vec in store.vectors_of(field, need, elig).items():
                 into[rid] = float(np.dot(vec, query))
     return {r: (content.get(r, 0.0), state.get(r, 0.0)) for r in rids}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import apsw
@@ -165,3 +166,36 @@ def m004_memory_analysis(db: apsw.Connection) -> None:
         "CREATE INDEX memories_analysis_version ON memories (analysis_version) "
         "WHERE state != 'ERASED'"
     )
+
+
+@migration
+def m005_scoped_events(db: apsw.Connection) -> None:
+    """Recalls, their events and maintenance failures carry the scope they describe
+    (`situated.store.scope`): a recall the roles and clearance of the principal that made it,
+    a ledger event about no single memory the same. Recalls recorded before this migration
+    take the narrowest scope their served memories imply (every role those required, their
+    highest classification); their events and other events about no memory are shown to
+    restricted-cleared admins only."""
+    db.execute(
+        """
+        ALTER TABLE recalls ADD COLUMN role_key TEXT NOT NULL DEFAULT 'admin';
+        ALTER TABLE recalls ADD COLUMN clearance INTEGER NOT NULL DEFAULT 3;
+        ALTER TABLE ledger ADD COLUMN role_key TEXT NOT NULL DEFAULT 'admin';
+        ALTER TABLE ledger ADD COLUMN clearance INTEGER NOT NULL DEFAULT 3;
+        ALTER TABLE maintenance_failures ADD COLUMN tenant TEXT;
+        CREATE INDEX recalls_scope ON recalls (tenant, role_key);
+        """
+    )
+    rows = db.execute("SELECT id, served FROM recalls").fetchall()
+    for recall_id, served in rows:
+        ids = json.loads(str(served))
+        scopes = db.execute(
+            f"SELECT roles, classification FROM memories WHERE id IN ({','.join('?' * len(ids))})",
+            tuple(ids),
+        ).fetchall() if ids else []
+        roles = sorted({r for roles_json, _ in scopes for r in json.loads(str(roles_json))})
+        level = max((int(str(c)) for _, c in scopes), default=0)
+        db.execute(
+            "UPDATE recalls SET role_key = ?, clearance = ? WHERE id = ?",
+            ("\x1f".join(roles), level, recall_id),
+        )

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from situated.models import LifecycleState
-from situated.recall.eligible import Eligibility
+from situated.store.scope import Eligibility
 
 F32 = npt.NDArray[np.float32]
 BOOL = npt.NDArray[np.bool_]

@@ -1,7 +1,9 @@
 """The embedded store: one SQLite file (WAL) holding records, vectors, FTS, ledger and recalls.
 
-Every read takes an `Eligibility`; every change goes through `append_event`, which writes the
-ledger row and applies the same `fold` that `rebuild` replays. Writes run in `BEGIN IMMEDIATE`
+Every read and every write into a memory takes an `Eligibility` (or, for maintenance across
+tenants, `SYSTEM`) and applies it through `store.scope`, the one scope layer; every change goes
+through `append_event`, which writes the ledger row and applies the same `fold` that `rebuild`
+replays. Writes run in `BEGIN IMMEDIATE`
 transactions with a busy timeout and bounded retries, so several processes may write at once.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,13 +32,13 @@ from situated.models import (
     LifecycleState,
     MemoryRecord,
     Outcome,
+    Principal,
     Scope,
     Source,
     State,
     Validity,
     utcnow,
 )
-from situated.recall.eligible import Eligibility
 from situated.store.ledger import EventType, Folded, LedgerEvent, fold, replay
 from situated.store.migrations import MIGRATIONS
 from situated.store.resident import (
@@ -45,6 +47,17 @@ from situated.store.resident import (
     ResidentIndex,
     Slice,
     tokens,
+)
+from situated.store.scope import (
+    ALL_STATES,
+    SYSTEM,
+    Eligibility,
+    System,
+    check_write,
+    held_keys,
+    marks,
+    principal_key,
+    recall_where,
 )
 from situated.store.vectors import SqliteVecIndex, VectorMeta, load_extension
 
@@ -211,15 +224,17 @@ class Store:
     def insert(
         self,
         rec: MemoryRecord,
+        writer: Principal,
         vectors: dict[str, Vector],
-        actor: str,
         reason: str,
         extra: dict[str, Any] | None = None,
         analysis: tuple[int, bytes | None] | None = None,
     ) -> int:
         """Insert a new memory, its FTS row, its vectors and its `proposed` event.
 
-        `analysis` is (version, stored form) of `situated.recall.analysis`, kept with the row."""
+        The writer must be allowed to write `rec.scope` (`scope.check_write`). `analysis` is
+        (version, stored form) of `situated.recall.analysis`, kept with the row."""
+        check_write(writer, rec.scope)
         src, sc, val = rec.source, rec.scope, rec.validity
         st = src.state
         self.db.execute(
@@ -249,7 +264,7 @@ class Store:
         )
         self.vectors.add(rid, vectors, self._vector_meta(rid))
         self._ledger(
-            EventType.PROPOSED, sc.tenant, rec.id, None, actor, reason,
+            EventType.PROPOSED, sc.tenant, rec.id, None, writer.name, reason,
             {"fingerprint": rec.fingerprint, "kind": rec.kind.value, "namespace": sc.namespace}
             | (extra or {}),
         )
@@ -258,18 +273,21 @@ class Store:
     def append_event(
         self,
         memory_id: str,
+        scope: Eligibility | System,
         event: EventType,
         actor: str,
         reason: str,
         data: dict[str, Any] | None = None,
         recall_id: str | None = None,
     ) -> Folded:
-        """Write one ledger event for a memory and apply its effect to the stored row."""
+        """Write one ledger event for a memory within `scope` and apply its effect to the
+        stored row (NotFound, and nothing written, when the memory is outside `scope`)."""
         data = dict(data or {})
+        where, params = self._where(scope)
         row = self._one(
-            "SELECT rid, tenant, state, uses, successes, failures, exposures "
-            "FROM memories WHERE id = ?",
-            (memory_id,),
+            "SELECT m.rid, m.tenant, m.state, m.uses, m.successes, m.failures, m.exposures "
+            f"FROM memories m WHERE m.id = ? AND {where}",
+            (memory_id, *params),
         )
         if row is None:
             raise NotFound(f"no memory {memory_id}")
@@ -294,44 +312,85 @@ class Store:
             )
         return after
 
-    def log_event(
-        self,
-        event: EventType,
-        tenant: str,
-        actor: str,
-        reason: str = "",
-        data: dict[str, Any] | None = None,
-        recall_id: str | None = None,
+    def supersede(
+        self, old_id: str, new_id: str, valid_until: float, scope: Eligibility, actor: str,
+        reason: str,
     ) -> None:
-        """A ledger event that concerns no single memory (e.g. a recall)."""
-        self._ledger(event, tenant, None, recall_id, actor, reason, dict(data or {}))
-
-    def set_validity_end(self, memory_id: str, valid_until: float) -> None:
-        self.db.execute(
-            "UPDATE memories SET valid_until = ? WHERE id = ?", (valid_until, memory_id)
+        """Close `old_id`'s validity at `valid_until`, link it to `new_id`, log `superseded`.
+        Both must lie within `scope` (NotFound otherwise, nothing changed)."""
+        where, params = self._where(scope)
+        found = self._all(
+            f"SELECT m.id FROM memories m WHERE m.id IN (?, ?) AND {where}",
+            (old_id, new_id, *params),
         )
-        rid = self._rid(memory_id)
-        self.vectors.update_meta(rid, self._vector_meta(rid))
-
-    def link_supersession(self, old_id: str, new_id: str) -> None:
-        self.db.execute("UPDATE memories SET superseded_by = ? WHERE id = ?", (new_id, old_id))
+        if len({r[0] for r in found}) != len({old_id, new_id}):
+            raise NotFound(f"no memories {old_id} and {new_id} in this scope")
+        self.db.execute(
+            "UPDATE memories SET valid_until = ?, superseded_by = ? WHERE id = ?",
+            (valid_until, new_id, old_id),
+        )
         self.db.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (old_id, new_id))
+        rid = self._rid(old_id)
+        self.vectors.update_meta(rid, self._vector_meta(rid))
+        self.append_event(
+            old_id, scope, EventType.SUPERSEDED, actor, reason,
+            {"by": new_id, "valid_until": valid_until},
+        )
 
-    def erase_content(self, memory_id: str) -> None:
-        """Remove content, source text, FTS row and vectors; the row stays as a tombstone."""
-        rid = self._rid(memory_id)
+    def revoke(self, consent: str, elig: Eligibility, actor: str, reason: str) -> int:
+        """Revoke every memory under `consent` that `elig` reaches; returns how many."""
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT m.id FROM memories m WHERE m.consent = ? AND {where} "
+            "AND m.state NOT IN ('REVOKED', 'ERASED')",
+            (consent, *params),
+        )
+        for (mid,) in rows:
+            self.append_event(
+                mid, elig, EventType.REVOKED, actor, reason, {"consent": consent}
+            )
+        return len(rows)
+
+    def erase(
+        self,
+        memory_id: str,
+        elig: Eligibility,
+        actor: str,
+        reason: str,
+        scrub: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> None:
+        """Right to erasure: remove content, source, FTS row, vectors and analysis (the row
+        stays as a tombstone holding only what the audit needs), pass every recall record of
+        the tenant that mentions the memory through `scrub`, and log `erased`."""
+        where, params = self._where(elig)
+        row = self._one(
+            f"SELECT m.rid, m.tenant FROM memories m WHERE m.id = ? AND {where}",
+            (memory_id, *params),
+        )
+        if row is None:
+            raise NotFound(f"no memory {memory_id} visible to this principal")
+        rid, tenant = int(row[0]), str(row[1])
+        for recall_id, payload in self._all(
+            "SELECT id, payload FROM recalls WHERE tenant = ? AND instr(payload, ?) > 0",
+            (tenant, memory_id),
+        ):
+            self.db.execute(
+                "UPDATE recalls SET payload = ? WHERE id = ?",
+                (_payload_json(scrub(json.loads(payload))), recall_id),
+            )
         self.db.execute(
             "UPDATE memories SET content = '', state_text = NULL, state_facts = NULL, "
-            "action = NULL, evidence = '[]', conditions = '[]', value = 'null', "
-            "entity = NULL, attribute = NULL, fingerprint = 'erased:' || id, "
-            "analysis = NULL, analysis_version = 0 WHERE rid = ?",
+            "action = NULL, success = NULL, reward = NULL, episode_id = NULL, step = NULL, "
+            "evidence = '[]', conditions = '[]', value = 'null', entity = NULL, "
+            "attribute = NULL, consent = NULL, policy_version = NULL, proposed_by = '', "
+            "fingerprint = 'erased:' || id, analysis = NULL, analysis_version = 0 "
+            "WHERE rid = ?",
             (rid,),
         )
         self.db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
         self.vectors.remove(rid)
-        tenant = self._one("SELECT tenant FROM memories WHERE rid = ?", (rid,))
-        if tenant is not None:
-            self.resident.forget(str(tenant[0]))  # nothing erased stays in this process
+        self.append_event(memory_id, elig, EventType.ERASED, actor, reason, {"tombstone": True})
+        self.resident.forget(tenant)  # nothing erased stays in this process
         self._count("erasures")  # other processes then empty their caches of memory text
 
     def _ledger(
@@ -343,12 +402,18 @@ class Store:
         actor: str,
         reason: str,
         data: dict[str, Any],
+        reader: Principal | None = None,
     ) -> None:
+        """One ledger row. An event about a memory takes that memory's scope; one about a
+        recall (`reader`: who recalled) takes the scope of its reader (`scope.recall_where`)."""
+        role, level = ("", 0) if reader is None else (
+            principal_key(reader), int(reader.clearance)
+        )
         self.db.execute(
-            "INSERT INTO ledger (at, event, tenant, memory_id, recall_id, actor, reason, data) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ledger (at, event, tenant, memory_id, recall_id, actor, reason, data, "
+            "role_key, clearance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (utcnow(), event.value, tenant, memory_id, recall_id, actor, reason,
-             json.dumps(data, sort_keys=True, default=str)),
+             json.dumps(data, sort_keys=True, default=str), role, level),
         )
 
     def _rid(self, memory_id: str) -> int:
@@ -367,25 +432,35 @@ class Store:
             raise NotFound(f"no memory row {rid}")
         return VectorMeta(r[0], r[1], r[2], int(r[3]), r[4], r[5], r[6], r[7])
 
-    # -- eligible reads ---------------------------------------------------------------------
+    # -- scoped reads: every one takes an Eligibility (or, for maintenance, SYSTEM) ----------
 
-    def _role_keys(self, tenant: str) -> list[str]:
-        """The distinct required-role sets of a tenant, cached until any connection writes."""
+    def _role_keys(self, tenant: str, table: str = "memories") -> list[str]:
+        """The distinct role keys of a tenant's memories (or recalls), cached until any
+        connection writes."""
         version = self._one("PRAGMA data_version")
         if version != self._data_version:
             self._data_version = version
             self._role_key_cache.clear()
-        if tenant not in self._role_key_cache:
-            self._role_key_cache[tenant] = [
+        key = tenant if table == "memories" else f"{table}\x00{tenant}"
+        if key not in self._role_key_cache:
+            self._role_key_cache[key] = [
                 str(r[0]) for r in self._all(
-                    "SELECT DISTINCT role_key FROM memories WHERE tenant = ?", (tenant,)
+                    f"SELECT DISTINCT role_key FROM {table} WHERE tenant = ?", (tenant,)
                 )
             ]
-        return self._role_key_cache[tenant]
+        return self._role_key_cache[key]
 
-    def _where(self, elig: Eligibility, alias: str = "m") -> tuple[str, list[object]]:
-        keys = self._role_keys(elig.principal.tenant)
-        return elig.where(elig.allowed_role_keys(keys), alias)
+    def _where(self, scope: Eligibility | System, alias: str = "m") -> tuple[str, list[object]]:
+        """The scope layer's SQL for memory rows: the one place a memory query gets its gates."""
+        if isinstance(scope, System):
+            return "1", []
+        keys = self._role_keys(scope.principal.tenant)
+        return scope.where(scope.held_keys(keys), alias)
+
+    def _recall_where(self, reader: Principal, alias: str = "") -> tuple[str, list[object]]:
+        """The scope layer's SQL for recall-scoped rows (recalls, feedback, recall events)."""
+        keys = held_keys(reader, self._role_keys(reader.tenant, "recalls"))
+        return recall_where(reader, keys, alias)
 
     def get(self, memory_id: str, elig: Eligibility) -> MemoryRecord:
         """One memory, if eligible; otherwise NotFound (never 'forbidden': that would leak)."""
@@ -426,7 +501,9 @@ class Store:
             (analysis, version, rid),
         )
 
-    def unanalysed(self, version: int, limit: int) -> list[tuple[int, MemoryRecord]]:
+    def unanalysed(
+        self, version: int, limit: int, scope: System
+    ) -> list[tuple[int, MemoryRecord]]:
         """Up to `limit` memories (not erased) whose analysis is missing or older than
         `version` (a maintenance read across tenants: it feeds `set_analysis`, never a
         caller)."""
@@ -437,7 +514,7 @@ class Store:
         )
         return [(int(r[0]), _record(r)) for r in rows]
 
-    def count_unanalysed(self, version: int) -> int:
+    def count_unanalysed(self, version: int, scope: System) -> int:
         """How many memories (not erased) have not been analysed by `version` or later."""
         row = self._one(
             "SELECT COUNT(*) FROM memories m WHERE m.state != 'ERASED' "
@@ -475,27 +552,41 @@ class Store:
             )
         }
 
-    def history(self, memory_id: str, elig: Eligibility) -> list[LedgerEvent]:
+    def history(
+        self, memory_id: str, elig: Eligibility, known_at: float | None = None
+    ) -> list[LedgerEvent]:
+        """The events of one eligible memory, oldest first (up to `known_at` when set)."""
         self.get(memory_id, elig)  # eligibility check; raises NotFound
-        return self._events("memory_id = ?", (memory_id,))
+        if known_at is None:
+            return self._events("memory_id = ?", (memory_id,), elig.principal)
+        return self._events("memory_id = ? AND at <= ?", (memory_id, known_at), elig.principal)
 
-    def ledger(self, elig: Eligibility, limit: int = 100) -> list[LedgerEvent]:
-        """Recent ledger events of the principal's tenant that concern eligible memories."""
+    def _visible_events(self, elig: Eligibility) -> tuple[str, list[object]]:
+        """Ledger rows the principal may see: events of eligible memories, and events of
+        recalls it may see (`scope.recall_where`)."""
         where, params = self._where(elig)
+        rwhere, rparams = self._recall_where(elig.principal)
+        return (
+            f"""(memory_id IN (SELECT m.id FROM memories m WHERE {where})
+                 OR (memory_id IS NULL AND {rwhere}))""",
+            [*params, *rparams],
+        )
+
+    def ledger(
+        self, elig: Eligibility, limit: int = 100, offset: int = 0
+    ) -> list[LedgerEvent]:
+        """Recent ledger events the principal may see, newest first."""
+        where, params = self._visible_events(elig)
         return self._events(
-            f"""tenant = ? AND (memory_id IS NULL OR memory_id IN
-                (SELECT m.id FROM memories m WHERE {where}))""",
-            (elig.principal.tenant, *params),
-            limit=limit,
-            newest_first=True,
+            f"tenant = ? AND {where}", (elig.principal.tenant, *params), elig.principal,
+            limit=limit, offset=offset, newest_first=True,
         )
 
     def count_events(self, elig: Eligibility) -> int:
         """How many ledger events `ledger(elig)` could show."""
-        where, params = self._where(elig)
+        where, params = self._visible_events(elig)
         row = self._one(
-            f"""SELECT COUNT(*) FROM ledger WHERE tenant = ? AND (memory_id IS NULL OR
-                memory_id IN (SELECT m.id FROM memories m WHERE {where}))""",
+            f"SELECT COUNT(*) FROM ledger WHERE tenant = ? AND {where}",
             (elig.principal.tenant, *params),
         )
         return int(row[0]) if row else 0
@@ -504,22 +595,52 @@ class Store:
         self,
         where: str,
         params: Sequence[object],
+        reader: Principal | System,
         limit: int | None = None,
+        offset: int = 0,
         newest_first: bool = False,
     ) -> list[LedgerEvent]:
+        """Ledger rows matching `where` (which must carry the reader's scope). The ids a
+        `recalled` event lists are cut to the memories `reader` may inspect."""
         order = "DESC" if newest_first else "ASC"
-        lim = f" LIMIT {int(limit)}" if limit else ""
+        lim = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit else ""
         rows = self._all(
             "SELECT seq, at, event, tenant, memory_id, recall_id, actor, reason, data "
             f"FROM ledger WHERE {where} ORDER BY seq {order}{lim}",
             tuple(params),
         )
-        return [
+        events = [
             LedgerEvent(
                 int(s), float(a), EventType(e), str(t), m, r, str(ac), str(re_), json.loads(d)
             )
             for s, a, e, t, m, r, ac, re_, d in rows
         ]
+        if isinstance(reader, System):
+            return events
+        listed = {i for ev in events for i in ev.data.get("served", ())}
+        if not listed:
+            return events
+        visible = self.visible_ids(listed, Eligibility(reader, states=ALL_STATES))
+        return [
+            ev if "served" not in ev.data else LedgerEvent(
+                ev.seq, ev.at, ev.event, ev.tenant, ev.memory_id, ev.recall_id, ev.actor,
+                ev.reason, ev.data | {"served": [i for i in ev.data["served"] if i in visible]},
+            )
+            for ev in events
+        ]
+
+    def visible_ids(self, memory_ids: Iterable[str], elig: Eligibility) -> set[str]:
+        """Which of these memory ids `elig` reaches."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return set()
+        where, params = self._where(elig)
+        return {
+            str(r[0]) for r in self._all(
+                f"SELECT m.id FROM memories m WHERE m.id IN ({marks(ids)}) AND {where}",
+                (*ids, *params),
+            )
+        }
 
     def _slice(self, elig: Eligibility) -> Slice | None:
         """The resident slice of the reader's tenant, or None: no vectors yet, inside a write
@@ -529,7 +650,7 @@ class Store:
         return self.resident.slice(elig.principal.tenant, self.vectors.dim)
 
     def _allowed_keys(self, elig: Eligibility) -> list[str]:
-        return elig.allowed_role_keys(self._role_keys(elig.principal.tenant))
+        return elig.held_keys(self._role_keys(elig.principal.tenant))
 
     def dense(
         self, field: str, query: Vector, k: int, elig: Eligibility
@@ -587,109 +708,178 @@ class Store:
                 situational=situational,
             )
 
-    def vectors_of(self, field: str, rids: Sequence[int], tenant: str) -> dict[int, Vector]:
-        """Stored vectors of `field` for rows of `tenant` (resident copy when loaded)."""
-        s = None if self._writing else self.resident.slices.get(tenant)
+    def vectors_of(
+        self, field: str, rids: Sequence[int], elig: Eligibility
+    ) -> dict[int, Vector]:
+        """Stored vectors of `field` for the rows of these that `elig` reaches (the resident
+        copy when loaded)."""
+        reached = self.situational(rids, elig)
+        rids = [r for r in rids if r in reached]
+        s = None if self._writing else self.resident.slices.get(elig.principal.tenant)
         out: dict[int, Vector] = dict(s.vectors(field, rids)) if s else {}
         missing = [r for r in rids if r not in out]
         if missing:
             out.update(self.vectors.vectors(field, missing))
         return out
 
-    def by_fingerprint(self, tenant: str, fingerprint: str) -> MemoryRecord | None:
+    def by_fingerprint(self, fingerprint: str, elig: Eligibility) -> MemoryRecord | None:
+        """The oldest memory `elig` reaches with this exact-duplicate key."""
+        where, params = self._where(elig)
         row = self._one(
-            f"SELECT {_SELECT} FROM memories m WHERE m.tenant = ? AND m.fingerprint = ? "
-            "AND m.state NOT IN ('ERASED', 'REJECTED', 'REVOKED') ORDER BY m.rid LIMIT 1",
-            (tenant, fingerprint),
+            f"SELECT {_SELECT} FROM memories m WHERE m.fingerprint = ? AND {where} "
+            "ORDER BY m.rid LIMIT 1",
+            (fingerprint, *params),
         )
         return None if row is None else _record(row)
 
-    def same_key(
-        self, tenant: str, namespace: str, entity: str, attribute: str
-    ) -> list[MemoryRecord]:
-        """Facts of the tenant and namespace with this (entity, attribute), oldest first."""
+    def same_key(self, entity: str, attribute: str, elig: Eligibility) -> list[MemoryRecord]:
+        """Facts `elig` reaches with this (entity, attribute), oldest first."""
+        where, params = self._where(elig)
         rows = self._all(
-            f"SELECT {_SELECT} FROM memories m WHERE m.tenant = ? AND m.namespace = ? "
-            "AND m.entity = ? AND m.attribute = ? AND m.state IN ('ACTIVE', 'LOW_VALUE', "
-            "'INVALIDATED') ORDER BY m.rid",
-            (tenant, namespace, entity, attribute),
+            f"SELECT {_SELECT} FROM memories m WHERE m.entity = ? AND m.attribute = ? "
+            f"AND {where} ORDER BY m.rid",
+            (entity, attribute, *params),
         )
         return [_record(r) for r in rows]
 
-    def content_of(self, memory_id: str) -> MemoryRecord:
-        """Unfiltered read for internal writers (supersession, feedback); never exposed."""
-        row = self._one(
-            f"SELECT {_SELECT} FROM memories m WHERE m.id = ?", (memory_id,)
-        )
-        if row is None:
-            raise NotFound(f"no memory {memory_id}")
-        return _record(row)
-
     def namespace_counters(
-        self, memory_ids: Sequence[str], namespace: str
+        self, memory_ids: Sequence[str], namespace: str, elig: Eligibility
     ) -> dict[str, tuple[int, int]]:
-        """(uses, successes) of each memory in recalls of `namespace`."""
+        """(uses, successes) in recalls of `namespace` of each memory of these `elig` reaches."""
         if not memory_ids:
             return {}
+        where, params = self._where(elig)
         rows = self._all(
-            f"SELECT memory_id, uses, successes FROM memory_utility WHERE namespace = ? AND "
-            f"memory_id IN ({','.join('?' * len(memory_ids))})",
-            (namespace, *memory_ids),
+            f"SELECT u.memory_id, u.uses, u.successes FROM memory_utility u "
+            f"JOIN memories m ON m.id = u.memory_id WHERE u.namespace = ? AND "
+            f"u.memory_id IN ({marks(memory_ids)}) AND {where}",
+            (namespace, *memory_ids, *params),
         )
         return {str(m): (int(u), int(s)) for m, u, s in rows}
 
     # -- recalls and feedback ---------------------------------------------------------------
 
-    def save_recall(self, rec: StoredRecall) -> None:
+    def save_recall(self, rec: StoredRecall, reader: Principal) -> None:
+        """Persist a recall record and its `recalled` event, scoped to the reader who made it."""
         self.db.execute(
-            "INSERT INTO recalls (id, tenant, at, namespace, state_hash, mode, served, payload) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO recalls (id, tenant, at, namespace, state_hash, mode, served, payload, "
+            "role_key, clearance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (rec.id, rec.tenant, rec.at, rec.namespace, rec.state_hash, rec.mode,
-             json.dumps(list(rec.served)), _payload_json(rec.payload)),
+             json.dumps(list(rec.served)), _payload_json(rec.payload), principal_key(reader),
+             int(reader.clearance)),
+        )
+        self._ledger(
+            EventType.RECALLED, rec.tenant, None, rec.id, reader.name, "",
+            {"mode": rec.mode, "served": list(rec.served),
+             "rejected": len(rec.payload.get("briefing", {}).get("rejected", []))},
+            reader=reader,
         )
 
-    def get_recall(self, recall_id: str, tenant: str) -> StoredRecall:
+    def get_recall(self, recall_id: str, reader: Principal) -> StoredRecall:
+        """A recall record the reader may see (`scope.recall_where`); NotFound otherwise."""
+        where, params = self._recall_where(reader)
         row = self._one(
             "SELECT id, tenant, at, namespace, state_hash, mode, served, payload FROM recalls "
-            "WHERE id = ? AND tenant = ?",
-            (recall_id, tenant),
+            f"WHERE id = ? AND {where}",
+            (recall_id, *params),
         )
         if row is None:
-            raise NotFound(f"no recall {recall_id} for this tenant")
+            raise NotFound(f"no recall {recall_id} visible to this principal")
         i, t, at, ns, sh, mode, served, payload = row
         return StoredRecall(i, t, at, ns, sh, mode, tuple(json.loads(served)), json.loads(payload))
 
-    def feedback_digest(self, recall_id: str) -> str | None:
+    def feedback_digest(self, recall: StoredRecall) -> str | None:
+        """The digest of the feedback already given for a recall read by `get_recall`."""
         row = self._one(
-            "SELECT digest FROM feedback WHERE recall_id = ?", (recall_id,)
+            "SELECT digest FROM feedback WHERE recall_id = ? AND tenant = ?",
+            (recall.id, recall.tenant),
         )
         return None if row is None else str(row[0])
 
     def save_feedback(
-        self, recall_id: str, tenant: str, success: bool, used: Sequence[str],
+        self, recall: StoredRecall, success: bool, used: Sequence[str],
         reward: float | None, digest: str,
     ) -> None:
         self.db.execute(
             "INSERT INTO feedback (recall_id, tenant, at, success, used, reward, digest) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (recall_id, tenant, utcnow(), int(success), json.dumps(list(used)), reward, digest),
+            (recall.id, recall.tenant, utcnow(), int(success), json.dumps(list(used)), reward,
+             digest),
         )
+
+    def count_recalls(self, reader: Principal) -> tuple[int, int]:
+        """(recalls, recalls with feedback) the reader may see."""
+        where, params = self._recall_where(reader, "r")
+        row = self._one(
+            "SELECT COUNT(*), COUNT(f.recall_id) FROM recalls r "
+            f"LEFT JOIN feedback f ON f.recall_id = r.id WHERE {where}",
+            params,
+        )
+        return (int(row[0]), int(row[1])) if row else (0, 0)
 
     # -- maintenance ------------------------------------------------------------------------
 
-    def record_failure(self, component: str, error: str) -> None:
+    def record_failure(self, component: str, error: str, tenant: str | None = None) -> None:
+        """Count a failure loudly (`health`; `stats` of `tenant` when it concerns one)."""
         self.db.execute(
-            "INSERT INTO maintenance_failures (at, component, error) VALUES (?, ?, ?)",
-            (utcnow(), component, error[:2000]),
+            "INSERT INTO maintenance_failures (at, component, error, tenant) VALUES (?, ?, ?, ?)",
+            (utcnow(), component, error[:2000], tenant),
         )
 
-    def failures(self) -> dict[str, int]:
+    def failures(self, scope: Principal | System) -> dict[str, int]:
+        """Failures by component: every one for `SYSTEM` (health), else the principal's
+        tenant's."""
+        where, params = ("1", ()) if isinstance(scope, System) else ("tenant = ?", (scope.tenant,))
         return {
             str(c): int(n)
             for c, n in self.db.execute(
-                "SELECT component, COUNT(*) FROM maintenance_failures GROUP BY component"
+                f"SELECT component, COUNT(*) FROM maintenance_failures WHERE {where} "
+                "GROUP BY component", params,
             )
         }
+
+    def lifecycle_candidates(self, scope: System) -> list[tuple[str, str, str, Counters]]:
+        """(id, tenant, state, counters) of every ACTIVE or LOW_VALUE memory (maintenance)."""
+        return [
+            (str(m), str(t), str(st), Counters(*c)) for m, t, st, *c in self._all(
+                "SELECT id, tenant, state, uses, successes, failures, exposures FROM memories "
+                "WHERE state IN ('ACTIVE', 'LOW_VALUE')"
+            )
+        ]
+
+    def low_value_since(self, memory_id: str, scope: System) -> float | None:
+        """When a memory last became LOW_VALUE (maintenance)."""
+        row = self._one(
+            "SELECT MAX(at) FROM ledger WHERE memory_id = ? AND event = 'transitioned' "
+            "AND json_extract(data, '$.to') = 'LOW_VALUE'",
+            (memory_id,),
+        )
+        return None if row is None or row[0] is None else float(row[0])
+
+    def labelled_recalls(
+        self, tenant: str, scope: System
+    ) -> list[tuple[str, int, str]]:
+        """(payload, success, used) of the tenant's recalls with feedback, oldest first: the
+        `learned` reconstructor's training data (fitted per tenant; never shown to a caller)."""
+        return [
+            (str(p), int(s), str(u)) for p, s, u in self._all(
+                "SELECT r.payload, f.success, f.used FROM recalls r JOIN feedback f "
+                "ON f.recall_id = r.id WHERE r.tenant = ? ORDER BY r.at",
+                (tenant,),
+            )
+        ]
+
+    def feedback_tenants(self, scope: System) -> list[str]:
+        return [str(r[0]) for r in self._all("SELECT DISTINCT tenant FROM feedback")]
+
+    def count_labelled(self, tenant: str, scope: System) -> int:
+        """Credited or blamed uses recorded for a tenant."""
+        row = self._one(
+            "SELECT COUNT(*) FROM ledger WHERE event = 'feedback' AND tenant = ? "
+            "AND json_extract(data, '$.credit') != 'exposed'",
+            (tenant,),
+        )
+        return int(row[0]) if row else 0
 
     def rebuild(self, repair: bool = False) -> RebuildReport:
         """Replay every memory's ledger events and compare with the stored state and counters."""
@@ -700,7 +890,7 @@ class Store:
             )
         }
         events: dict[str, list[LedgerEvent]] = {}
-        for ev in self._events("memory_id IS NOT NULL", ()):
+        for ev in self._events("memory_id IS NOT NULL", (), SYSTEM):
             assert ev.memory_id is not None
             events.setdefault(ev.memory_id, []).append(ev)
         bad = [mid for mid, have in stored.items() if replay(events.get(mid, [])) != have]
