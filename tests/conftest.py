@@ -63,4 +63,5 @@ def snapshot(mem: Memory) -> dict[str, list[tuple[object, ...]]]:
             "AND name NOT LIKE 'memories_fts_%' ORDER BY name"
         )
     ]
+    tables.append("recall_log.recalls")  # the recall file, attached
     return {t: sorted(map(tuple, db.execute(f"SELECT * FROM {t}")), key=repr) for t in tables}

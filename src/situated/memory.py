@@ -63,6 +63,7 @@ from situated.store.resident import DEFAULT_BUDGET_MB as DEFAULT_RESIDENT_MB
 from situated.store.scope import (
     ALL_STATES,
     SYSTEM,
+    VISIBLE_STATES,
     Eligibility,
     check_write,
     default_classification,
@@ -389,8 +390,7 @@ class Memory:
         if twin is not None:
             self.store.append_event(
                 twin.id, own, EventType.REINFORCED, writer.name, "duplicate proposed again",
-                {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id,
-                 "fingerprint": rec.fingerprint},
+                {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id},
             )
             return self.store.get(twin.id, own)
         self.store.insert(
@@ -730,12 +730,11 @@ class Memory:
         if not reason or not reason.strip():
             raise InvalidInput("reason", "an erasure needs a reason")
         elig = Eligibility.for_inspection(principal)
-        with self.store.transaction():
-            rec = self.store.get(memory_id, elig)
-            self.store.erase(
-                memory_id, elig, principal.name, reason,
-                lambda payload: _scrub_recall(payload, memory_id, rec),
-            )
+        rec = self.store.get(memory_id, elig)
+        self.store.erase(
+            memory_id, elig, principal.name, reason,
+            lambda payload: _scrub_recall(payload, memory_id, rec),
+        )
         clear_text_caches()  # parsed, screened and counted texts held by this process
         self._erasures = self.store.erasures()
 
@@ -972,8 +971,11 @@ class Memory:
         return rec
 
     def history(self, memory_id: str, *, principal: Principal) -> builtins.list[LedgerEvent]:
-        """The ledger events of one memory the principal may read, oldest first."""
-        return self.store.history(memory_id, Eligibility.for_inspection(principal))
+        """The ledger events of one memory the principal may read, oldest first (an erased
+        memory's, its tombstone's audit trail, to admins only)."""
+        args.principal(principal)
+        states = ALL_STATES if "admin" in principal.roles else VISIBLE_STATES
+        return self.store.history(memory_id, Eligibility(principal, states=states))
 
     def list(
         self,

@@ -259,17 +259,15 @@ def run_recall(
         "briefing": briefing_dict(briefing, trace=False),
         "rendered": briefing.render(),
     }
-    # a recall record need not wait for the disk: it survives a crash of the process, and on
-    # power loss only the last recall records before it can be lost (never a memory or event
-    # of a write, which commit durably and sync every record before them)
-    with store.transaction(durable=False):
-        store.save_recall(
-            StoredRecall(
-                briefing.recall_id, req.principal.tenant, now, req.namespace,
-                state_hash, mode.value, tuple(i.memory_id for i in items), payload,
-            ),
-            req.principal,
-        )
+    # into the recall file (`store.recall_log`): never behind the memory writers' lock; it
+    # survives a crash of the process, and on power loss only the last records can be lost
+    store.save_recall(
+        StoredRecall(
+            briefing.recall_id, req.principal.tenant, now, req.namespace,
+            state_hash, mode.value, tuple(i.memory_id for i in items), payload,
+        ),
+        req.principal,
+    )
     return briefing
 
 

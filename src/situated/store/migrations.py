@@ -199,3 +199,29 @@ def m005_scoped_events(db: apsw.Connection) -> None:
             "UPDATE recalls SET role_key = ?, clearance = ? WHERE id = ?",
             ("\x1f".join(roles), level, recall_id),
         )
+
+
+@migration
+def m008_recalls_apart(db: apsw.Connection) -> None:
+    """Recall records move to their own file (`situated.store.recall_log`): the table here is
+    kept as `recalls_legacy` until the store copies its rows over; feedback no longer
+    references it. FTS5 removes erased terms from its index (`secure-delete`)."""
+    db.execute(
+        """
+        ALTER TABLE recalls RENAME TO recalls_legacy;
+        CREATE TABLE feedback_new (
+            recall_id TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            at REAL NOT NULL,
+            success INTEGER NOT NULL,
+            used TEXT NOT NULL,
+            reward REAL,
+            digest TEXT NOT NULL
+        );
+        INSERT INTO feedback_new SELECT recall_id, tenant, at, success, used, reward, digest
+            FROM feedback;
+        DROP TABLE feedback;
+        ALTER TABLE feedback_new RENAME TO feedback;
+        INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1);
+        """
+    )

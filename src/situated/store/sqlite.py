@@ -41,6 +41,9 @@ from situated.models import (
 )
 from situated.store.ledger import EventType, Folded, LedgerEvent, fold, replay
 from situated.store.migrations import MIGRATIONS
+from situated.store.recall_log import ALIAS as RECALLS
+from situated.store.recall_log import COLUMNS as RECALL_COLUMNS
+from situated.store.recall_log import RecallLog
 from situated.store.resident import (
     DEFAULT_BUDGET_MB,
     Rankings,
@@ -108,7 +111,11 @@ class Store:
         self.db.execute("PRAGMA journal_mode = WAL")
         self.db.execute("PRAGMA synchronous = FULL")
         self.db.execute("PRAGMA foreign_keys = ON")
+        self.db.execute("PRAGMA secure_delete = ON")  # freed pages hold no erased text
         self._migrate()
+        self.recall_log = RecallLog(self.path)
+        self.db.execute(f"ATTACH DATABASE ? AS {RECALLS}", (self.recall_log.path,))
+        self._move_legacy_recalls()
         self.vectors = SqliteVecIndex(self.db)
         self._data_version: object = None
         self._role_key_cache: dict[str, list[str]] = {}
@@ -116,6 +123,26 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+        self.recall_log.close()
+
+    def _move_legacy_recalls(self) -> None:
+        """Recall records written into the main file before `m008` move to the recall file
+        (their `recalled` events stay in the main ledger, shown to restricted admins only)."""
+        rows = self._all(
+            "SELECT id, tenant, at, namespace, state_hash, mode, served, payload, role_key, "
+            "clearance FROM recalls_legacy"
+        )
+        if not rows:
+            return
+        with self.recall_log.transaction():
+            for r in rows:
+                self.recall_log.db.execute(
+                    f"INSERT OR IGNORE INTO recalls ({', '.join(RECALL_COLUMNS)}) "
+                    f"VALUES ({','.join('?' * len(RECALL_COLUMNS))})",
+                    (*r, "", 0, 1),
+                )
+        with self.transaction():
+            self.db.execute("DELETE FROM recalls_legacy")
 
     def _all(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = self.db.execute(sql, tuple(params)).fetchall()
@@ -128,21 +155,12 @@ class Store:
     # -- transactions and migrations -------------------------------------------------------
 
     @contextmanager
-    def transaction(self, durable: bool = True) -> Iterator[None]:
-        """An IMMEDIATE transaction: takes the write lock up front, retried while busy.
-
-        `durable=False` commits without waiting for the disk (WAL, `synchronous = NORMAL`):
-        the transaction survives a crash of the process but may be lost, whole, on power
-        loss until the next durable commit syncs the log. Only recall records use it.
-        """
-        if not durable:
-            self.db.execute("PRAGMA synchronous = NORMAL")
-        try:
-            with self._transaction():
-                yield
-        finally:
-            if not durable:
-                self.db.execute("PRAGMA synchronous = FULL")
+    def transaction(self) -> Iterator[None]:
+        """An IMMEDIATE transaction: takes the write lock up front, retried while busy; commits
+        durably (`synchronous = FULL`). Recall records are written elsewhere
+        (`store.recall_log`), never under this lock."""
+        with self._transaction():
+            yield
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -265,8 +283,7 @@ class Store:
         self.vectors.add(rid, vectors, self._vector_meta(rid))
         self._ledger(
             EventType.PROPOSED, sc.tenant, rec.id, None, writer.name, reason,
-            {"fingerprint": rec.fingerprint, "kind": rec.kind.value, "namespace": sc.namespace}
-            | (extra or {}),
+            {"kind": rec.kind.value, "namespace": sc.namespace} | (extra or {}),
         )
         return rid
 
@@ -359,25 +376,33 @@ class Store:
         reason: str,
         scrub: Callable[[dict[str, Any]], dict[str, Any]],
     ) -> None:
-        """Right to erasure: remove content, source, FTS row, vectors and analysis (the row
-        stays as a tombstone holding only what the audit needs), pass every recall record of
-        the tenant that mentions the memory through `scrub`, and log `erased`."""
-        where, params = self._where(elig)
-        row = self._one(
-            f"SELECT m.rid, m.tenant FROM memories m WHERE m.id = ? AND {where}",
-            (memory_id, *params),
-        )
+        """Right to erasure (call outside a transaction: it runs its own). Removes content,
+        source, FTS row, vectors and analysis (the row stays as a tombstone holding only what
+        the audit needs: id, scope, validity, counters), logs `erased`, passes every recall
+        record of the tenant that mentions the memory through `scrub` (before the erasure
+        commits, and again after it, for recalls made meanwhile), then checkpoints both files
+        so no page that held the text stays in a WAL (freed pages are zeroed: secure_delete;
+        FTS5 removes the terms from its index: its secure-delete option)."""
+        with self.snapshot():
+            where, params = self._where(elig)
+            row = self._one(
+                f"SELECT m.rid, m.tenant FROM memories m WHERE m.id = ? AND {where}",
+                (memory_id, *params),
+            )
         if row is None:
             raise NotFound(f"no memory {memory_id} visible to this principal")
         rid, tenant = int(row[0]), str(row[1])
-        for recall_id, payload in self._all(
-            "SELECT id, payload FROM recalls WHERE tenant = ? AND instr(payload, ?) > 0",
-            (tenant, memory_id),
-        ):
-            self.db.execute(
-                "UPDATE recalls SET payload = ? WHERE id = ?",
-                (_payload_json(scrub(json.loads(payload))), recall_id),
-            )
+        self.recall_log.scrub(tenant, memory_id, scrub, _payload_json)
+        with self.transaction():
+            self._erase_row(rid, memory_id, elig, actor, reason)
+        self.recall_log.scrub(tenant, memory_id, scrub, _payload_json)
+        self.resident.forget(tenant)  # nothing erased stays in this process
+        for db in (self.db, self.recall_log.db):
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _erase_row(
+        self, rid: int, memory_id: str, elig: Eligibility, actor: str, reason: str
+    ) -> None:
         self.db.execute(
             "UPDATE memories SET content = '', state_text = NULL, state_facts = NULL, "
             "action = NULL, success = NULL, reward = NULL, episode_id = NULL, step = NULL, "
@@ -390,7 +415,6 @@ class Store:
         self.db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
         self.vectors.remove(rid)
         self.append_event(memory_id, elig, EventType.ERASED, actor, reason, {"tombstone": True})
-        self.resident.forget(tenant)  # nothing erased stays in this process
         self._count("erasures")  # other processes then empty their caches of memory text
 
     def _ledger(
@@ -459,7 +483,7 @@ class Store:
 
     def _recall_where(self, reader: Principal, alias: str = "") -> tuple[str, list[object]]:
         """The scope layer's SQL for recall-scoped rows (recalls, feedback, recall events)."""
-        keys = held_keys(reader, self._role_keys(reader.tenant, "recalls"))
+        keys = held_keys(reader, self._role_keys(reader.tenant, f"{RECALLS}.recalls"))
         return recall_where(reader, keys, alias)
 
     def get(self, memory_id: str, elig: Eligibility) -> MemoryRecord:
@@ -575,21 +599,35 @@ class Store:
     def ledger(
         self, elig: Eligibility, limit: int = 100, offset: int = 0
     ) -> list[LedgerEvent]:
-        """Recent ledger events the principal may see, newest first."""
-        where, params = self._visible_events(elig)
-        return self._events(
-            f"tenant = ? AND {where}", (elig.principal.tenant, *params), elig.principal,
-            limit=limit, offset=offset, newest_first=True,
+        """Recent ledger events the principal may see, newest first: the main ledger's and
+        the `recalled` events of the recall file (one per recall record), merged by time."""
+        sql, params = self._ledger_union(elig, "seq, at, event, tenant, memory_id, "
+                                         "recall_id, actor, reason, data")
+        rows = self._all(
+            f"{sql} ORDER BY at DESC, seq DESC LIMIT ? OFFSET ?", (*params, limit, offset)
         )
+        return self._event_rows(rows, elig.principal)
 
     def count_events(self, elig: Eligibility) -> int:
         """How many ledger events `ledger(elig)` could show."""
-        where, params = self._visible_events(elig)
-        row = self._one(
-            f"SELECT COUNT(*) FROM ledger WHERE tenant = ? AND {where}",
-            (elig.principal.tenant, *params),
-        )
+        sql, params = self._ledger_union(elig, "1")
+        row = self._one(f"SELECT COUNT(*) FROM ({sql})", params)
         return int(row[0]) if row else 0
+
+    def _ledger_union(self, elig: Eligibility, columns: str) -> tuple[str, list[object]]:
+        where, params = self._visible_events(elig)
+        rwhere, rparams = self._recall_where(elig.principal)
+        recalled = (
+            "seq, at, 'recalled' AS event, tenant, NULL AS memory_id, id AS recall_id, actor, "
+            "'' AS reason, json_object('mode', mode, 'served', json(served), 'rejected', "
+            "rejected) AS data"
+        )
+        return (
+            f"SELECT {columns} FROM (SELECT seq, at, event, tenant, memory_id, recall_id, "
+            f"actor, reason, data FROM ledger WHERE tenant = ? AND {where} "
+            f"UNION ALL SELECT {recalled} FROM {RECALLS}.recalls WHERE legacy = 0 AND {rwhere})",
+            [elig.principal.tenant, *params, *rparams],
+        )
 
     def _events(
         self,
@@ -609,6 +647,11 @@ class Store:
             f"FROM ledger WHERE {where} ORDER BY seq {order}{lim}",
             tuple(params),
         )
+        return self._event_rows(rows, reader)
+
+    def _event_rows(
+        self, rows: Sequence[tuple[Any, ...]], reader: Principal | System
+    ) -> list[LedgerEvent]:
         events = [
             LedgerEvent(
                 int(s), float(a), EventType(e), str(t), m, r, str(ac), str(re_), json.loads(d)
@@ -760,27 +803,21 @@ class Store:
     # -- recalls and feedback ---------------------------------------------------------------
 
     def save_recall(self, rec: StoredRecall, reader: Principal) -> None:
-        """Persist a recall record and its `recalled` event, scoped to the reader who made it."""
-        self.db.execute(
-            "INSERT INTO recalls (id, tenant, at, namespace, state_hash, mode, served, payload, "
-            "role_key, clearance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (rec.id, rec.tenant, rec.at, rec.namespace, rec.state_hash, rec.mode,
-             json.dumps(list(rec.served)), _payload_json(rec.payload), principal_key(reader),
-             int(reader.clearance)),
-        )
-        self._ledger(
-            EventType.RECALLED, rec.tenant, None, rec.id, reader.name, "",
-            {"mode": rec.mode, "served": list(rec.served),
-             "rejected": len(rec.payload.get("briefing", {}).get("rejected", []))},
-            reader=reader,
-        )
+        """Persist a recall record (also its `recalled` event), scoped to the reader who made
+        it, in the recall file: its own transaction, never waiting for memory writers."""
+        self.recall_log.save((
+            rec.id, rec.tenant, rec.at, rec.namespace, rec.state_hash, rec.mode,
+            json.dumps(list(rec.served)), _payload_json(rec.payload), principal_key(reader),
+            int(reader.clearance), reader.name,
+            len(rec.payload.get("briefing", {}).get("rejected", [])), 0,
+        ))
 
     def get_recall(self, recall_id: str, reader: Principal) -> StoredRecall:
         """A recall record the reader may see (`scope.recall_where`); NotFound otherwise."""
         where, params = self._recall_where(reader)
         row = self._one(
-            "SELECT id, tenant, at, namespace, state_hash, mode, served, payload FROM recalls "
-            f"WHERE id = ? AND {where}",
+            "SELECT id, tenant, at, namespace, state_hash, mode, served, payload "
+            f"FROM {RECALLS}.recalls WHERE id = ? AND {where}",
             (recall_id, *params),
         )
         if row is None:
@@ -811,7 +848,7 @@ class Store:
         """(recalls, recalls with feedback) the reader may see."""
         where, params = self._recall_where(reader, "r")
         row = self._one(
-            "SELECT COUNT(*), COUNT(f.recall_id) FROM recalls r "
+            f"SELECT COUNT(*), COUNT(f.recall_id) FROM {RECALLS}.recalls r "
             f"LEFT JOIN feedback f ON f.recall_id = r.id WHERE {where}",
             params,
         )
@@ -863,7 +900,7 @@ class Store:
         `learned` reconstructor's training data (fitted per tenant; never shown to a caller)."""
         return [
             (str(p), int(s), str(u)) for p, s, u in self._all(
-                "SELECT r.payload, f.success, f.used FROM recalls r JOIN feedback f "
+                f"SELECT r.payload, f.success, f.used FROM {RECALLS}.recalls r JOIN feedback f "
                 "ON f.recall_id = r.id WHERE r.tenant = ? ORDER BY r.at",
                 (tenant,),
             )

@@ -266,7 +266,9 @@ class PoisoningGate:
         if allowed is not None:
             bad = set().union(*(disallowed_tools(t, allowed) for t in texts))
             if bad:
-                reasons.append(f"names tools outside the allow-list: {', '.join(sorted(bad))}")
+                # how many, not which: a gate's reason is kept in the ledger, which erasure
+                # cannot rewrite, so it never quotes the memory's text
+                reasons.append(f"names {len(bad)} tool(s) outside the allow-list")
         if rec.authority >= ctx.policy.review_authority:
             reasons.append(f"claims authority {rec.authority.label}, which needs review")
         verdict = GateVerdict.HOLD if reasons else GateVerdict.PASS
