@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import apsw
 
+from situated.store import names
+
 Migration = Callable[[apsw.Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 
@@ -165,3 +167,30 @@ def m004_memory_analysis(db: apsw.Connection) -> None:
         "CREATE INDEX memories_analysis_version ON memories (analysis_version) "
         "WHERE state != 'ERASED'"
     )
+
+
+@migration
+def m007_names(db: apsw.Connection) -> None:
+    """The registry of tenant, namespace and role names with their confusable skeletons
+    (`situated.store.names`), filled from the memories already stored. Names in it that
+    already look alike are all kept (refusing them would lock their owners out, and the
+    migration never fails on them); only look-alikes created from now on are refused."""
+    db.execute(
+        """
+        CREATE TABLE names (
+            kind TEXT NOT NULL CHECK (kind IN ('tenant', 'namespace', 'role')),
+            scope TEXT NOT NULL,
+            skeleton TEXT NOT NULL,
+            name TEXT NOT NULL,
+            PRIMARY KEY (kind, scope, name)
+        );
+        CREATE INDEX names_skeleton ON names (kind, scope, skeleton);
+        """
+    )
+    names.record(db, [
+        *(("tenant", "", t) for (t,) in db.execute("SELECT DISTINCT tenant FROM memories")),
+        *(("namespace", t, n)
+          for t, n in db.execute("SELECT DISTINCT tenant, namespace FROM memories")),
+        *(("role", t, r) for t, r in db.execute(
+            "SELECT DISTINCT m.tenant, j.value FROM memories m, json_each(m.roles) j")),
+    ])

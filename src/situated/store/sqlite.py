@@ -39,6 +39,7 @@ from situated.models import (
 from situated.recall.eligible import Eligibility
 from situated.store.ledger import EventType, Folded, LedgerEvent, fold, replay
 from situated.store.migrations import MIGRATIONS
+from situated.store.names import claim_scope
 from situated.store.resident import (
     DEFAULT_BUDGET_MB,
     Rankings,
@@ -222,6 +223,7 @@ class Store:
         `analysis` is (version, stored form) of `situated.recall.analysis`, kept with the row."""
         src, sc, val = rec.source, rec.scope, rec.validity
         st = src.state
+        claim_scope(self.db, sc.tenant, sc.namespace, sc.roles)  # a look-alike name: refused
         self.db.execute(
             f"""INSERT INTO memories ({", ".join(_COLUMNS[1:])})
                 VALUES ({",".join("?" * (len(_COLUMNS) - 1))})""",
