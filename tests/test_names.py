@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import snapshot
@@ -99,8 +99,14 @@ def _accepted(name: str) -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.one_of(st.text(max_size=120), ascii_names,
-                 st.text(st.characters(codec="utf-8"), min_size=1, max_size=8)))
+@given(st.one_of(
+    st.text(max_size=120),
+    ascii_names,
+    st.text(st.characters(categories=["Mn", "Mc", "Me", "Ll"]), min_size=1, max_size=4),
+    st.text(st.sampled_from("a\ufb03\u3371\u2474\uff41"), min_size=20, max_size=100),  # NFKC grows
+))
+@example("\u0301acme")
+@example("\ufb03" * 40)
 def test_every_accepted_name_is_nfkc_stable_and_clean(value: str) -> None:
     try:
         name = canonical_name(value, "tenant")
@@ -114,6 +120,9 @@ def test_every_accepted_name_is_nfkc_stable_and_clean(value: str) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=120))
+@example(" agent")
+@example("agent ")
+@example("support  bot")
 def test_every_accepted_actor_name_is_nfkc_stable_with_single_inner_spaces(value: str) -> None:
     try:
         name = canonical_actor(value)
@@ -138,6 +147,26 @@ def test_whitespace_is_refused_not_stripped(value: str) -> None:
     with pytest.raises(InvalidInput) as err:
         Principal(tenant=value)
     assert err.value.field == "principal.tenant"
+    if value.strip() != value:
+        assert any(w in err.value.message for w in ("whitespace", "separator", "control"))
+
+
+def test_each_refusal_says_what_it_found() -> None:
+    for value, what in (("caf\udce9", "surrogate"), ("a\ue000", "private-use"),
+                        ("a\u0378", "unassigned"), ("a\u200db", "format"),
+                        ("a\ufe0fb", "blank"), ("a\x7f", "control")):
+        with pytest.raises(InvalidInput) as err:
+            Principal(tenant=value)
+        assert what in err.value.message, (value, err.value.message)
+
+
+def test_names_are_bounded_at_100_characters() -> None:
+    assert MAX_NAME_CHARS == 100  # the documented bound (README, situated.names)
+    assert Principal(tenant="x" * 100, roles={"r" * 100}, name="n" * 100).tenant == "x" * 100
+    for too_long in ("x" * 101, "\ufb03" * 34):  # 101 characters, or 102 once NFKC spells ffi
+        with pytest.raises(InvalidInput) as err:
+            Principal(tenant=too_long)
+        assert err.value.field == "principal.tenant" and "longer than 100" in err.value.message
 
 
 @settings(max_examples=150, deadline=None,
