@@ -8,14 +8,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from situated import Classification, Memory, NotFound, Principal, State
+from situated import Classification, InvalidInput, Memory, NotFound, Principal, State
 
-NASTY = [
-    "acme", "acme'", "a%", "_", "' OR 1=1 --", "globex", "ACME", "acme ", "\u00e9l\u00e8ve",
-    "\u202eevil", "x\" OR \"1\"=\"1", "%' OR '%'='", "null", "*",
+NASTY = [  # SQL-shaped, LIKE-shaped and case-only variants (names hold no spaces: situated.names)
+    "acme", "acme'", "a%", "_", "'OR'1'='1'--", "globex", "ACME", "\u00e9l\u00e8ve",
+    "x\"OR\"1\"=\"1", "%'OR'%'='", "null", "*",
 ]
 names = st.sampled_from(NASTY)
-roles = st.frozensets(st.sampled_from(["support", "admin", "ops", "' OR 1=1", "%", "_"]),
+roles = st.frozensets(st.sampled_from(["support", "admin", "ops", "'OR'1'='1", "%", "_"]),
                       max_size=2)
 levels = st.sampled_from(list(Classification))
 
@@ -24,7 +24,7 @@ memory_spec = st.tuples(names, names, roles, levels)  # tenant, namespace, roles
 
 def visible(spec: tuple[str, str, frozenset[str], Classification], who: Principal) -> bool:
     tenant, _ns, need, cls = spec
-    return tenant.strip() == who.tenant and need <= who.roles and cls <= who.clearance
+    return tenant == who.tenant and need <= who.roles and cls <= who.clearance
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -49,9 +49,13 @@ def test_no_read_path_leaks(
         for i, spec in enumerate(specs):
             tenant, ns, need, cls = spec
             writer = Principal(tenant=tenant, roles=need, clearance="restricted")
-            rec = mem.add(f"lesson {i} about refunds and deploys", principal=writer,
-                          namespace=ns, roles=need, classification=cls,
-                          state=State("refund deploy", facts={"n": i}))
+            try:
+                rec = mem.add(f"lesson {i} about refunds and deploys", principal=writer,
+                              namespace=ns, roles=need, classification=cls,
+                              state=State("refund deploy", facts={"n": i}))
+            except InvalidInput as exc:  # e.g. ACME once acme is taken: a look-alike name
+                assert "looks like" in exc.message, exc
+                continue
             ids[rec.id] = spec
         who = Principal(tenant=who_tenant, roles=who_roles, clearance=who_level)
         allowed = {mid for mid, spec in ids.items() if visible(spec, who)}

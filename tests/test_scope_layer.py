@@ -47,4 +47,4 @@ def test_nothing_above_the_store_runs_sql() -> None:
 def test_the_store_imports_nothing_above_it() -> None:
     for path in (SRC / "store").glob("*.py"):
         imports = re.findall(r"^from situated\.(\w+)", path.read_text(), re.M)
-        assert set(imports) <= {"store", "models", "errors", "embed", "conditions"}, path
+        assert set(imports) <= {"store", "models", "errors", "embed", "conditions", "names"}, path

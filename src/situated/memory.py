@@ -421,7 +421,8 @@ class Memory:
         Every item is validated before anything is written (an error names the item's index
         and field); texts are embedded in batches; each batch of `batch_size` is one
         transaction. The gates, dedupe and promotion are those of `add`. Near-duplicates
-        within one batch are not merged (exact duplicates are).
+        within one batch are not merged (exact duplicates are). A name refused as a look-alike
+        of a taken one (`situated.store.names`) is found at insert: it rolls back its batch.
 
         Returns:
             The stored records, in input order.

@@ -28,6 +28,8 @@ from pydantic import (
 )
 
 from situated.errors import InvalidInput
+from situated.names import MAX_NAME_CHARS as MAX_NAME_CHARS
+from situated.names import canonical_actor, canonical_name
 
 FactValue = str | int | float | bool | None
 """A state fact is flat: a scalar, never a nested structure."""
@@ -40,7 +42,6 @@ Stored instead of NULL because sqlite-vec's KNN filter cannot express `IS NULL O
 MAX_CONTENT_CHARS = 8000
 MAX_STATE_CHARS = 8000
 MAX_FACTS = 200
-MAX_NAME_CHARS = 200
 
 
 class Kind(StrEnum):
@@ -139,9 +140,6 @@ def from_epoch(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
 
 
-_NAME = re.compile(r"^[^\x00-\x1f]{1,200}$")
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -156,11 +154,12 @@ def check_unicode(value: str, what: str) -> str:
     return value
 
 
-def _check_name(value: str, what: str) -> str:
-    value = value.strip()
-    if not _NAME.match(value):
-        raise ValueError(f"{what} must be 1-{MAX_NAME_CHARS} printable characters")
-    return value
+def _check_name(value: str, what: str, actor: bool = False) -> str:
+    """`value` under the name rule of `situated.names`; a ValueError for pydantic to place."""
+    try:
+        return (canonical_actor if actor else canonical_name)(value, what)
+    except InvalidInput as exc:
+        raise ValueError(exc.message) from None
 
 
 def _role_set(value: Any) -> frozenset[str]:
@@ -170,7 +169,13 @@ def _role_set(value: Any) -> frozenset[str]:
         items = list(value)
     except TypeError:
         raise ValueError("roles must be a role name or a collection of role names") from None
-    return frozenset(_check_name(str(r), "role") for r in items)
+    roles = set()
+    for r in items:
+        try:
+            roles.add(canonical_name(str(r), "role"))
+        except InvalidInput as exc:
+            raise ValueError(f"role {r!r} {exc.message}") from None
+    return frozenset(roles)
 
 
 def _level(value: Any) -> Classification:
@@ -179,9 +184,11 @@ def _level(value: Any) -> Classification:
 
 
 Name = Annotated[str, AfterValidator(lambda v: _check_name(v, "name"))]
-"""A tenant, namespace or actor name: 1-200 printable characters, stripped."""
+"""A tenant or namespace name, in NFKC form (the rule of `situated.names.canonical_name`)."""
+ActorName = Annotated[str, AfterValidator(lambda v: _check_name(v, "name", actor=True))]
+"""Who acts, in NFKC form (`situated.names.canonical_actor`: single inner spaces allowed)."""
 RoleSet = Annotated[frozenset[str], BeforeValidator(_role_set)]
-"""Role names, given as one name or a collection."""
+"""Role names, given as one name or a collection, each under the rule of `Name`."""
 Level = Annotated[Classification, BeforeValidator(_level)]
 """A classification, given as the enum, its name or its value."""
 
@@ -365,12 +372,16 @@ class Principal(_Frozen):
         roles: roles held; a memory that requires roles is visible only if all are held.
         clearance: the highest classification this principal may read.
         name: who acts, recorded as the actor of ledger events.
+
+    Tenant and role names follow `situated.names.canonical_name` (NFKC; whitespace, control,
+    format and invisible characters refused, never stripped; 1-100 characters), the actor's
+    name `canonical_actor` (the same, with single spaces between words).
     """
 
     tenant: Name
     roles: RoleSet = frozenset()
     clearance: Level = Classification.INTERNAL
-    name: Name = "agent"
+    name: ActorName = "agent"
 
     def __init__(
         self,

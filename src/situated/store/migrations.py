@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 import apsw
 
+from situated.store import names
+
 Migration = Callable[[apsw.Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 
@@ -225,3 +227,30 @@ def m008_recalls_apart(db: apsw.Connection) -> None:
         INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1);
         """
     )
+
+
+@migration
+def m007_names(db: apsw.Connection) -> None:
+    """The registry of tenant, namespace and role names with their confusable skeletons
+    (`situated.store.names`), filled from the memories already stored. Names in it that
+    already look alike are all kept (refusing them would lock their owners out, and the
+    migration never fails on them); only look-alikes created from now on are refused."""
+    db.execute(
+        """
+        CREATE TABLE names (
+            kind TEXT NOT NULL CHECK (kind IN ('tenant', 'namespace', 'role')),
+            scope TEXT NOT NULL,
+            skeleton TEXT NOT NULL,
+            name TEXT NOT NULL,
+            PRIMARY KEY (kind, scope, name)
+        );
+        CREATE INDEX names_skeleton ON names (kind, scope, skeleton);
+        """
+    )
+    names.record(db, [
+        *(("tenant", "", t) for (t,) in db.execute("SELECT DISTINCT tenant FROM memories")),
+        *(("namespace", t, n)
+          for t, n in db.execute("SELECT DISTINCT tenant, namespace FROM memories")),
+        *(("role", t, r) for t, r in db.execute(
+            "SELECT DISTINCT m.tenant, j.value FROM memories m, json_each(m.roles) j")),
+    ])

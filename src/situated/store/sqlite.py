@@ -41,6 +41,7 @@ from situated.models import (
 )
 from situated.store.ledger import EventType, Folded, LedgerEvent, fold, replay
 from situated.store.migrations import MIGRATIONS
+from situated.store.names import claim_scope
 from situated.store.recall_log import ALIAS as RECALLS
 from situated.store.recall_log import COLUMNS as RECALL_COLUMNS
 from situated.store.recall_log import RecallLog
@@ -255,6 +256,7 @@ class Store:
         check_write(writer, rec.scope)
         src, sc, val = rec.source, rec.scope, rec.validity
         st = src.state
+        claim_scope(self.db, sc.tenant, sc.namespace, sc.roles)  # a look-alike name: refused
         self.db.execute(
             f"""INSERT INTO memories ({", ".join(_COLUMNS[1:])})
                 VALUES ({",".join("?" * (len(_COLUMNS) - 1))})""",
