@@ -4,6 +4,7 @@ one place). Each would fail if its lookup were made without the caller's scope."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +99,20 @@ def test_erase_and_revoke_reach_only_the_admins_scope(mem: Memory) -> None:
     assert mem.revoke_consent("c-1", principal=weak_admin, reason="probe") == 0
     assert mem.inspect(hidden.id, principal=HIGH).state.value == "ACTIVE"
     assert mem.revoke_consent("c-1", principal=ADMIN, reason="withdrawn") == 1
+
+
+def test_a_new_role_set_sees_its_own_recall_made_in_another_process(tmp_path: Path) -> None:
+    """The cached role sets of recalls are refreshed when the recall file changes, whoever
+    wrote it (this process's writes do not move the main file's data_version)."""
+    a = Memory(tmp_path / "r.db", embedder="hash")
+    b = Memory(tmp_path / "r.db", embedder="hash")
+    a.add("Heat the pan first.", principal=LOW, state=S)
+    assert b.stats(principal=LOW).recalls == 0  # b caches the recall role sets it knows
+    odd = Principal("acme", roles={"support", "night-shift"}, clearance="internal")
+    made = a.recall(S, principal=odd)
+    assert b.stats(principal=odd).recalls == 1
+    b.feedback(made.recall_id, principal=odd, success=True)
+    same = a.recall(S, principal=Principal("acme", roles={"billing"}))
+    a.feedback(same.recall_id, principal=Principal("acme", roles={"billing"}), success=True)
+    a.close()
+    b.close()

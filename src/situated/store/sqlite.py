@@ -463,7 +463,8 @@ class Store:
     def _role_keys(self, tenant: str, table: str = "memories") -> list[str]:
         """The distinct role keys of a tenant's memories (or recalls), cached until any
         connection writes."""
-        version = self._one("PRAGMA data_version")
+        version = (self._one("PRAGMA main.data_version"),
+                   self._one(f"PRAGMA {RECALLS}.data_version"))  # either file may change
         if version != self._data_version:
             self._data_version = version
             self._role_key_cache.clear()
@@ -813,6 +814,7 @@ class Store:
             int(reader.clearance), reader.name,
             len(rec.payload.get("briefing", {}).get("rejected", [])), 0,
         ))
+        self._role_key_cache.pop(f"{RECALLS}.recalls\x00{rec.tenant}", None)  # own writes
 
     def get_recall(self, recall_id: str, reader: Principal) -> StoredRecall:
         """A recall record the reader may see (`scope.recall_where`); NotFound otherwise."""
