@@ -21,7 +21,7 @@ import msgspec
 from pydantic import BaseModel
 
 from situated.embed.base import Vector
-from situated.errors import EmbedderMismatch, NotFound, StoreBusy
+from situated.errors import EmbedderMismatch, NotFound, StoreBusy, StoreFailure
 from situated.models import (
     Authority,
     Classification,
@@ -60,6 +60,26 @@ _COLUMNS = (
 _SELECT = ", ".join(f"m.{c}" for c in _COLUMNS)
 
 
+_STORAGE_ERRORS = (
+    apsw.IOError, apsw.FullError, apsw.CorruptError, apsw.NotADBError, apsw.CantOpenError
+)
+
+
+@contextmanager
+def _stored(path: str) -> Iterator[None]:
+    """SQLite's storage failures (I/O error, disk full, corruption) as `StoreFailure`."""
+    try:
+        yield
+    except _STORAGE_ERRORS as exc:
+        code: int = getattr(exc, "extendedresult", 0) or getattr(exc, "result", 0) or 0
+        name = str(
+            apsw.mapping_extended_result_codes.get(code)
+            or apsw.mapping_result_codes.get(code)
+            or type(exc).__name__
+        )
+        raise StoreFailure(f"database {path}: {exc} ({name})", name) from exc
+
+
 @dataclass(frozen=True)
 class StoredRecall:
     """A recall record as persisted."""
@@ -90,13 +110,18 @@ class Store:
         self.path = str(path)
         self._writing = False
         self.db = apsw.Connection(self.path)
-        self.db.setbusytimeout(BUSY_TIMEOUT_MS)
-        load_extension(self.db)
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = FULL")
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self._migrate()
-        self.vectors = SqliteVecIndex(self.db)
+        try:
+            with _stored(self.path):
+                self.db.setbusytimeout(BUSY_TIMEOUT_MS)
+                load_extension(self.db)
+                self.db.execute("PRAGMA journal_mode = WAL")
+                self.db.execute("PRAGMA synchronous = FULL")
+                self.db.execute("PRAGMA foreign_keys = ON")
+                self._migrate()
+                self.vectors = SqliteVecIndex(self.db)
+        except BaseException:
+            self.db.close()
+            raise
         self._data_version: object = None
         self._role_key_cache: dict[str, list[str]] = {}
         self.resident = ResidentIndex(self.db, resident_mb)
@@ -135,7 +160,8 @@ class Store:
     def _transaction(self) -> Iterator[None]:
         for attempt in range(BUSY_RETRIES):
             try:
-                self.db.execute("BEGIN IMMEDIATE")
+                with _stored(self.path):
+                    self.db.execute("BEGIN IMMEDIATE")
                 break
             except apsw.BusyError:
                 if attempt == BUSY_RETRIES - 1:
@@ -143,12 +169,14 @@ class Store:
                 time.sleep(0.05 * (2**attempt) * (0.5 + random.random()))
         self._writing = True
         try:
-            yield
+            with _stored(self.path):
+                yield
+                self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            with _stored(self.path):
+                if self.db.in_transaction:  # an I/O error or a full disk may have ended it
+                    self.db.execute("ROLLBACK")
             raise
-        else:
-            self.db.execute("COMMIT")
         finally:
             self._writing = False
 
@@ -161,10 +189,12 @@ class Store:
             return
         self.db.execute("BEGIN DEFERRED")
         try:
-            yield
+            with _stored(self.path):
+                yield
         finally:
             if self.db.in_transaction:
-                self.db.execute("COMMIT")
+                with _stored(self.path):
+                    self.db.execute("COMMIT")
 
     def _migrate(self) -> None:
         with self.transaction():
@@ -772,7 +802,12 @@ class Store:
         )
 
     def integrity(self) -> str:
-        row = self._one("PRAGMA quick_check")
+        with self.snapshot():
+            # FTS5 checks its index against the structure it last read: after another
+            # connection changed the index, a query must reload it first, or the check reports
+            # a checksum mismatch that is not there (SQLite 3.54)
+            self._all("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'x' LIMIT 1")
+            row = self._one("PRAGMA quick_check")
         return "no result" if row is None else str(row[0])
 
     def orphans(self) -> int:
