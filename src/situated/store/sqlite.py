@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,19 +65,62 @@ _STORAGE_ERRORS = (
 )
 
 
+def _failure(path: str, exc: apsw.Error) -> StoreFailure:
+    code: int = getattr(exc, "extendedresult", 0) or getattr(exc, "result", 0) or 0
+    name = str(
+        apsw.mapping_extended_result_codes.get(code)
+        or apsw.mapping_result_codes.get(code)
+        or type(exc).__name__
+    )
+    return StoreFailure(f"database {path}: {exc} ({name})", name)
+
+
 @contextmanager
 def _stored(path: str) -> Iterator[None]:
     """SQLite's storage failures (I/O error, disk full, corruption) as `StoreFailure`."""
     try:
         yield
     except _STORAGE_ERRORS as exc:
-        code: int = getattr(exc, "extendedresult", 0) or getattr(exc, "result", 0) or 0
-        name = str(
-            apsw.mapping_extended_result_codes.get(code)
-            or apsw.mapping_result_codes.get(code)
-            or type(exc).__name__
-        )
-        raise StoreFailure(f"database {path}: {exc} ({name})", name) from exc
+        raise _failure(path, exc) from exc
+
+
+class _Cursor(apsw.Cursor):
+    """Every statement of the store's connection: storage failures become `StoreFailure`
+    wherever SQLite reports them (preparing, stepping, fetching)."""
+
+    def execute(
+        self, statements: str, bindings: apsw.Bindings | None = None, **kw: Any
+    ) -> apsw.Cursor:
+        try:
+            return super().execute(statements, bindings, **kw)
+        except _STORAGE_ERRORS as exc:
+            raise _failure(self.connection.filename, exc) from exc
+
+    def executemany(
+        self, statements: str, sequenceofbindings: Iterable[apsw.Bindings], **kw: Any
+    ) -> apsw.Cursor:
+        try:
+            return super().executemany(statements, sequenceofbindings, **kw)
+        except _STORAGE_ERRORS as exc:
+            raise _failure(self.connection.filename, exc) from exc
+
+    def fetchall(self) -> list[apsw.SQLiteValues]:
+        try:
+            return super().fetchall()
+        except _STORAGE_ERRORS as exc:
+            raise _failure(self.connection.filename, exc) from exc
+
+    def fetchone(self) -> Any | None:
+        try:
+            return super().fetchone()
+        except _STORAGE_ERRORS as exc:
+            raise _failure(self.connection.filename, exc) from exc
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except _STORAGE_ERRORS as exc:
+            raise _failure(self.connection.filename, exc) from exc
 
 
 @dataclass(frozen=True)
@@ -109,25 +152,29 @@ class Store:
     def __init__(self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB) -> None:
         self.path = str(path)
         self._writing = False
-        self.db = apsw.Connection(self.path)
+        with _stored(self.path):
+            self.db = apsw.Connection(self.path)
+        self.db.cursor_factory = _Cursor
         try:
-            with _stored(self.path):
-                self.db.setbusytimeout(BUSY_TIMEOUT_MS)
-                load_extension(self.db)
-                self.db.execute("PRAGMA journal_mode = WAL")
-                self.db.execute("PRAGMA synchronous = FULL")
-                self.db.execute("PRAGMA foreign_keys = ON")
-                self._migrate()
-                self.vectors = SqliteVecIndex(self.db)
+            self.db.setbusytimeout(BUSY_TIMEOUT_MS)
+            load_extension(self.db)
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = FULL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+            self.vectors = SqliteVecIndex(self.db)
         except BaseException:
-            self.db.close()
+            self.close()
             raise
         self._data_version: object = None
         self._role_key_cache: dict[str, list[str]] = {}
         self.resident = ResidentIndex(self.db, resident_mb)
 
     def close(self) -> None:
-        self.db.close()
+        """Close the connection (it is closed even when this raises: the last connection's
+        checkpoint of the WAL failed, and the next open recovers it)."""
+        with _stored(self.path):
+            self.db.close()
 
     def _all(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = self.db.execute(sql, tuple(params)).fetchall()
@@ -160,8 +207,7 @@ class Store:
     def _transaction(self) -> Iterator[None]:
         for attempt in range(BUSY_RETRIES):
             try:
-                with _stored(self.path):
-                    self.db.execute("BEGIN IMMEDIATE")
+                self.db.execute("BEGIN IMMEDIATE")
                 break
             except apsw.BusyError:
                 if attempt == BUSY_RETRIES - 1:
@@ -169,13 +215,11 @@ class Store:
                 time.sleep(0.05 * (2**attempt) * (0.5 + random.random()))
         self._writing = True
         try:
-            with _stored(self.path):
-                yield
-                self.db.execute("COMMIT")
+            yield
+            self.db.execute("COMMIT")
         except BaseException:
-            with _stored(self.path):
-                if self.db.in_transaction:  # an I/O error or a full disk may have ended it
-                    self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # an I/O error or a full disk may have ended it
+                self.db.execute("ROLLBACK")
             raise
         finally:
             self._writing = False
@@ -189,12 +233,10 @@ class Store:
             return
         self.db.execute("BEGIN DEFERRED")
         try:
-            with _stored(self.path):
-                yield
+            yield
         finally:
             if self.db.in_transaction:
-                with _stored(self.path):
-                    self.db.execute("COMMIT")
+                self.db.execute("COMMIT")
 
     def _migrate(self) -> None:
         with self.transaction():
@@ -219,15 +261,21 @@ class Store:
         """Record the store's embedding model on first use; refuse any other afterwards."""
         row = self._one("SELECT value FROM meta WHERE key = 'embedder'")
         if row is None:
-            with self.transaction():
-                again = self._one("SELECT value FROM meta WHERE key = 'embedder'")
-                if again is None:
-                    self.db.execute(
-                        "INSERT INTO meta (key, value) VALUES ('embedder', ?)", (model_ref,)
-                    )
-                    self.vectors.ensure(dim)
-                    return
-                row = again
+            try:
+                with self.transaction():
+                    again = self._one("SELECT value FROM meta WHERE key = 'embedder'")
+                    if again is None:
+                        self.db.execute(
+                            "INSERT INTO meta (key, value) VALUES ('embedder', ?)", (model_ref,)
+                        )
+                        self.vectors.ensure(dim)
+                        return
+                    row = again
+            except BaseException:
+                # the vector tables were rolled back with the binding: a remembered dimension
+                # would make the next binding skip creating them (and commit without them)
+                self.vectors.dim = None
+                raise
         if row[0] != model_ref:
             raise EmbedderMismatch(
                 f"this store holds vectors of {row[0]}; refusing to mix in {model_ref}"
