@@ -152,6 +152,7 @@ class Store:
     def __init__(self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB) -> None:
         self.path = str(path)
         self._writing = False
+        self._fts_reset_due = False
         with _stored(self.path):
             self.db = apsw.Connection(self.path)
         self.db.cursor_factory = _Cursor
@@ -215,14 +216,38 @@ class Store:
                 time.sleep(0.05 * (2**attempt) * (0.5 + random.random()))
         self._writing = True
         try:
+            if self._fts_reset_due:
+                self._reset_fts()
             yield
             self.db.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             if self.db.in_transaction:  # an I/O error or a full disk may have ended it
                 self.db.execute("ROLLBACK")
+            if isinstance(exc, StoreFailure):
+                self._fts_reset_due = True
+                try:
+                    self._reset_fts()
+                except (StoreFailure, apsw.BusyError):
+                    pass  # still due: the next write transaction does it first
+                finally:
+                    if self.db.in_transaction:
+                        self.db.execute("ROLLBACK")
             raise
         finally:
             self._writing = False
+
+    def _reset_fts(self) -> None:
+        """Make FTS5 drop what this connection holds of a cancelled transaction.
+
+        When a storage failure strikes inside FTS5's own write, SQLite cancels the whole
+        transaction, but FTS5 (3.54) keeps its view of it: bm25() then returns NULL and its
+        integrity check reports a malformed index, on this connection only. A rolled-back
+        write to the table makes it discard that view."""
+        self.db.execute("SAVEPOINT fts_reset")
+        self.db.execute("DELETE FROM memories_fts WHERE rowid = -1")
+        self.db.execute("ROLLBACK TO fts_reset")
+        self.db.execute("RELEASE fts_reset")
+        self._fts_reset_due = False
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
