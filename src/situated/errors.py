@@ -57,6 +57,19 @@ class StoreBusy(SituatedRuntimeError):
     """The database stayed locked by other writers beyond the retry budget."""
 
 
+class StoreFailure(SituatedRuntimeError):
+    """The database could not be read or written (I/O error, disk full, corruption) and the
+    call's transaction was rolled back; `code` names SQLite's result (e.g. `SQLITE_FULL`).
+
+    Retry once the cause is fixed. Had the process crashed at that moment instead, the write
+    may have survived whole (its commit record can reach the log before a later step fails):
+    retrying is safe, as a repeated `add` or `feedback` changes nothing twice."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        self.code = code
+        super().__init__(message)
+
+
 class ModelError(SituatedRuntimeError):
     """A model endpoint timed out, failed, or returned output that does not validate."""
 

@@ -23,7 +23,7 @@ import msgspec
 from pydantic import BaseModel
 
 from situated.embed.base import Vector
-from situated.errors import EmbedderMismatch, NotFound, StoreBusy
+from situated.errors import EmbedderMismatch, NotFound, StoreBusy, StoreFailure
 from situated.models import (
     Authority,
     Classification,
@@ -77,6 +77,69 @@ _COLUMNS = (
 _SELECT = ", ".join(f"m.{c}" for c in _COLUMNS)
 
 
+_STORAGE_ERRORS = (
+    apsw.IOError, apsw.FullError, apsw.CorruptError, apsw.NotADBError, apsw.CantOpenError
+)
+
+
+def _failure(path: str, exc: apsw.Error) -> StoreFailure:
+    code: int = getattr(exc, "extendedresult", 0) or getattr(exc, "result", 0) or 0
+    name = str(
+        apsw.mapping_extended_result_codes.get(code)
+        or apsw.mapping_result_codes.get(code)
+        or type(exc).__name__
+    )
+    return StoreFailure(f"database {path}: {exc} ({name})", name)
+
+
+@contextmanager
+def _stored(path: str) -> Iterator[None]:
+    """SQLite's storage failures (I/O error, disk full, corruption) as `StoreFailure`."""
+    try:
+        yield
+    except _STORAGE_ERRORS as exc:
+        raise _failure(path, exc) from exc
+
+
+class _Cursor(apsw.Cursor):
+    """Every statement of the store's connection: storage failures become `StoreFailure`
+    wherever SQLite reports them (preparing, stepping, fetching)."""
+
+    def execute(
+        self, statements: str, bindings: apsw.Bindings | None = None, **kw: Any
+    ) -> apsw.Cursor:
+        try:
+            return super().execute(statements, bindings, **kw)
+        except _STORAGE_ERRORS as exc:
+            raise _failure(self.connection.filename, exc) from exc
+
+    def executemany(
+        self, statements: str, sequenceofbindings: Iterable[apsw.Bindings], **kw: Any
+    ) -> apsw.Cursor:
+        try:
+            return super().executemany(statements, sequenceofbindings, **kw)
+        except _STORAGE_ERRORS as exc:
+            raise _failure(self.connection.filename, exc) from exc
+
+    def fetchall(self) -> list[apsw.SQLiteValues]:
+        try:
+            return super().fetchall()
+        except _STORAGE_ERRORS as exc:
+            raise _failure(self.connection.filename, exc) from exc
+
+    def fetchone(self) -> Any | None:
+        try:
+            return super().fetchone()
+        except _STORAGE_ERRORS as exc:
+            raise _failure(self.connection.filename, exc) from exc
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except _STORAGE_ERRORS as exc:
+            raise _failure(self.connection.filename, exc) from exc
+
+
 @dataclass(frozen=True)
 class StoredRecall:
     """A recall record as persisted."""
@@ -106,25 +169,42 @@ class Store:
     def __init__(self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB) -> None:
         self.path = str(path)
         self._writing = False
-        self.db = apsw.Connection(self.path)
-        self.db.setbusytimeout(BUSY_TIMEOUT_MS)
-        load_extension(self.db)
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = FULL")
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self.db.execute("PRAGMA secure_delete = ON")  # freed pages hold no erased text
-        self._migrate()
-        self.recall_log = RecallLog(self.path)
-        self.db.execute(f"ATTACH DATABASE ? AS {RECALLS}", (self.recall_log.path,))
-        self._move_legacy_recalls()
-        self.vectors = SqliteVecIndex(self.db)
+        self._fts_reset_due = False
+        with _stored(self.path):
+            self.db = apsw.Connection(self.path)
+        self.db.cursor_factory = _Cursor
+        try:
+            self.db.setbusytimeout(BUSY_TIMEOUT_MS)
+            load_extension(self.db)
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = FULL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self.db.execute("PRAGMA secure_delete = ON")  # freed pages hold no erased text
+            self._migrate()
+            with _stored(self.path):
+                self.recall_log = RecallLog(self.path)
+            self.recall_log.db.cursor_factory = _Cursor
+            self.db.execute(f"ATTACH DATABASE ? AS {RECALLS}", (self.recall_log.path,))
+            self._move_legacy_recalls()
+            self.vectors = SqliteVecIndex(self.db)
+        except BaseException:
+            self.close()
+            raise
         self._data_version: object = None
         self._role_key_cache: dict[str, list[str]] = {}
         self.resident = ResidentIndex(self.db, resident_mb)
 
     def close(self) -> None:
-        self.db.close()
-        self.recall_log.close()
+        """Close the connections (closed even when this raises: the last connection's
+        checkpoint of the WAL failed, and the next open recovers it)."""
+        log = getattr(self, "recall_log", None)
+        try:
+            with _stored(self.path):
+                self.db.close()
+        finally:
+            if log is not None:
+                with _stored(self.path):
+                    log.close()
 
     def _move_legacy_recalls(self) -> None:
         """Recall records written into the main file before `m008` move to the recall file
@@ -175,14 +255,38 @@ class Store:
                 time.sleep(0.05 * (2**attempt) * (0.5 + random.random()))
         self._writing = True
         try:
+            if self._fts_reset_due:
+                self._reset_fts()
             yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        else:
             self.db.execute("COMMIT")
+        except BaseException as exc:
+            if self.db.in_transaction:  # an I/O error or a full disk may have ended it
+                self.db.execute("ROLLBACK")
+            if isinstance(exc, StoreFailure):
+                self._fts_reset_due = True
+                try:
+                    self._reset_fts()
+                except (StoreFailure, apsw.BusyError):
+                    pass  # still due: the next write transaction does it first
+                finally:
+                    if self.db.in_transaction:
+                        self.db.execute("ROLLBACK")
+            raise
         finally:
             self._writing = False
+
+    def _reset_fts(self) -> None:
+        """Make FTS5 drop what this connection holds of a cancelled transaction.
+
+        When a storage failure strikes inside FTS5's own write, SQLite cancels the whole
+        transaction, but FTS5 (3.54) keeps its view of it: bm25() then returns NULL and its
+        integrity check reports a malformed index, on this connection only. A rolled-back
+        write to the table makes it discard that view."""
+        self.db.execute("SAVEPOINT fts_reset")
+        self.db.execute("DELETE FROM memories_fts WHERE rowid = -1")
+        self.db.execute("ROLLBACK TO fts_reset")
+        self.db.execute("RELEASE fts_reset")
+        self._fts_reset_due = False
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -221,15 +325,21 @@ class Store:
         """Record the store's embedding model on first use; refuse any other afterwards."""
         row = self._one("SELECT value FROM meta WHERE key = 'embedder'")
         if row is None:
-            with self.transaction():
-                again = self._one("SELECT value FROM meta WHERE key = 'embedder'")
-                if again is None:
-                    self.db.execute(
-                        "INSERT INTO meta (key, value) VALUES ('embedder', ?)", (model_ref,)
-                    )
-                    self.vectors.ensure(dim)
-                    return
-                row = again
+            try:
+                with self.transaction():
+                    again = self._one("SELECT value FROM meta WHERE key = 'embedder'")
+                    if again is None:
+                        self.db.execute(
+                            "INSERT INTO meta (key, value) VALUES ('embedder', ?)", (model_ref,)
+                        )
+                        self.vectors.ensure(dim)
+                        return
+                    row = again
+            except BaseException:
+                # the vector tables were rolled back with the binding: a remembered dimension
+                # would make the next binding skip creating them (and commit without them)
+                self.vectors.dim = None
+                raise
         if row[0] != model_ref:
             raise EmbedderMismatch(
                 f"this store holds vectors of {row[0]}; refusing to mix in {model_ref}"
@@ -1003,7 +1113,12 @@ class Store:
         )
 
     def integrity(self) -> str:
-        row = self._one("PRAGMA quick_check")
+        with self.snapshot():
+            # FTS5 checks its index against the structure it last read: after another
+            # connection changed the index, a query must reload it first, or the check reports
+            # a checksum mismatch that is not there (SQLite 3.54)
+            self._all("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'x' LIMIT 1")
+            row = self._one("PRAGMA quick_check")
         return "no result" if row is None else str(row[0])
 
     def orphans(self) -> int:
