@@ -23,7 +23,7 @@ import msgspec
 from pydantic import BaseModel
 
 from situated.embed.base import Vector
-from situated.errors import EmbedderMismatch, NotFound, StoreBusy
+from situated.errors import EmbedderMismatch, InvalidInput, NotFound, StoreBusy
 from situated.models import (
     Authority,
     Classification,
@@ -102,10 +102,17 @@ class Store:
     def __init__(self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB) -> None:
         self.path = str(path)
         self._writing = False
-        self.db = apsw.Connection(self.path)
-        self.db.setbusytimeout(BUSY_TIMEOUT_MS)
-        load_extension(self.db)
-        self.db.execute("PRAGMA journal_mode = WAL")
+        try:
+            self.db = apsw.Connection(self.path)
+        except apsw.CantOpenError as exc:  # a directory, a missing directory, no permission
+            raise InvalidInput("path", f"cannot open {self.path!r:.80}: {exc}") from None
+        try:
+            self.db.setbusytimeout(BUSY_TIMEOUT_MS)
+            load_extension(self.db)
+            self.db.execute("PRAGMA journal_mode = WAL")
+        except (apsw.CantOpenError, apsw.NotADBError) as exc:
+            self.db.close()
+            raise InvalidInput("path", f"cannot open {self.path!r:.80}: {exc}") from None
         self.db.execute("PRAGMA synchronous = FULL")
         self.db.execute("PRAGMA foreign_keys = ON")
         self._migrate()
