@@ -62,6 +62,8 @@ RUNNER = CliRunner()
 TALLY: Counter[str] = Counter()
 """entry points, values tried, non-project errors: for the summary line."""
 ENTRY_POINTS: set[str] = set()
+KINDS: Counter[str] = Counter()
+"""Findings by kind, over the whole run."""
 
 
 class _Opaque:
@@ -214,6 +216,7 @@ class Findings:
     def add(self, kind: str, where: str, detail: str) -> None:
         self.kinds[kind] += 1
         TALLY["non-project errors"] += 1
+        KINDS[kind] += 1
         if len(self.items) < 40:
             self.items.append(f"{kind} at {where}: {detail}")
 
@@ -956,6 +959,8 @@ def test_cli_refuses_malformed_values_in_one_line(cmd: Command, world: World) ->
 def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
     """One line for the README (run after the tests above, in file order)."""
     with capsys.disabled():
+        kinds = ", ".join(f"{k} {n}" for k, n in KINDS.most_common())
         print(f"\nfuzz: {len(ENTRY_POINTS)} entry points, {TALLY['values tried']} values "
-              f"tried, {TALLY['non-project errors']} non-project errors")
+              f"tried, {TALLY['non-project errors']} non-project errors"
+              + (f" ({kinds})" if kinds else ""))
     assert TALLY["non-project errors"] == 0
