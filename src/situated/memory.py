@@ -172,7 +172,8 @@ class Memory:
     of them may use the same file at once (WAL, busy timeout, retries).
 
     Args:
-        path: the SQLite file (created if absent). One file holds everything.
+        path: the SQLite file, a `str` or `os.PathLike` (created if absent). One file holds
+            everything. Every argument is checked before the file is opened.
         embedder: an `Embedder` or a registered name (default: the shipped static model).
         reconstructor: a `Reconstructor` or a registered name (default: `rules`; `learned`;
             `llm`, which needs `reconstructor_options={"base_url": ..., "model": ...}`).
