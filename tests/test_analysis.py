@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from situated import Memory, Principal, State
+from situated import InvalidInput, Memory, Principal, State
 from situated.models import (
     Authority,
     Kind,
@@ -219,13 +219,19 @@ def test_records_read_back_equal_validated_records(mem: Memory, acme: Principal)
             assert set(vars(model)) == set(type(model).model_fields), type(model)
 
 
-def test_undecodable_file_names_in_evidence_read_back(mem: Memory, acme: Principal) -> None:
-    # json.dumps escapes a lone surrogate (os.fsdecode of a non-UTF-8 name); msgspec refuses it
-    rec = mem.add("Check the log first.", principal=acme, evidence=("/data/caf\udce9.txt",),
+def test_undecodable_file_names_in_evidence_are_refused(mem: Memory, acme: Principal) -> None:
+    # a lone surrogate (os.fsdecode of a non-UTF-8 name) is not text: refused like content is,
+    # since an accepted one broke list, export and the CLI for the tenant; a replaced name works
+    with pytest.raises(InvalidInput) as err:
+        mem.add("Check the log first.", principal=acme, evidence=("/data/caf\udce9.txt",))
+    assert err.value.field == "evidence[0]" and "surrogate" in err.value.message
+    name = "/data/caf\udce9.txt".encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    rec = mem.add("Check the log first.", principal=acme, evidence=(name,),
                   state=State("the job failed", {"job": "nightly"}))
-    assert rec.source.evidence == ("/data/caf\udce9.txt",)
+    assert rec.source.evidence == ("/data/caf\ufffd.txt",)
     b = mem.recall(State("the job failed", {"job": "nightly"}), principal=acme)
     assert [i.memory_id for i in b.items] == [rec.id]
+    assert [r.id for r in mem.list(principal=acme)] == [rec.id]
 
 
 def test_erasure_empties_the_text_caches(mem: Memory, acme: Principal) -> None:
@@ -276,7 +282,8 @@ def _analysis_inputs_digest() -> str:
     for fn in (analysis.analyze, analysis.Analysis, rules._sentences, rules._marks,
                rules._marks_numbers, rules._names_value, rules._names_text, rules._mentions,
                rules._stems, rules._key_stems, rules._numbers_in, safety.injection_findings,
-               safety.tool_mentions, conditions.parse_condition, conditions._operand,
+               safety.tool_mentions, conditions.parse_condition, conditions._parse,
+               conditions._operand,
                models.State.describe, models._digest, compile.render_line,
                compile.estimate_tokens):
         parts.append(inspect.getsource(fn))
@@ -288,7 +295,7 @@ def test_stored_analyses_are_versioned_with_what_they_depend_on() -> None:
     # `analyze` computes changes, or `Analysis`'s fields change in any way (the stored form is
     # positional), bump `situated.recall.analysis.VERSION` (stored analyses of the old version
     # are then ignored and recomputed); either way, update the digest here.
-    assert (VERSION, _analysis_inputs_digest()) == (5, "208b7edc248633b9")
+    assert (VERSION, _analysis_inputs_digest()) == (5, "b2fe0943d08e0dc7")
 
 
 def test_recall_records_encode_like_json_dumps() -> None:

@@ -346,11 +346,29 @@ def test_invalid_principal_names_the_field(db: Path) -> None:
     assert named_field(result.stderr).endswith("clearance"), result.stderr
 
 
-def test_usage_mistakes_are_typers_exit_2(db: Path) -> None:
-    assert run(db, "list").exit_code == 2  # no tenant
-    assert run(db, "add", "x", "--tenant", "acme", "--fact", "no-equals-sign").exit_code == 2
-    assert run(db, "recall", "x", "--tenant", "acme", "--format", "yaml").exit_code == 2
-    assert run(db, "feedback", "rc_x", "--tenant", "acme").exit_code == 2  # no outcome
+def test_usage_mistakes_are_one_line_exit_2(db: Path) -> None:
+    for args in (("list",),  # no tenant
+                 ("add", "x", "--tenant", "acme", "--fact", "no-equals-sign"),
+                 ("recall", "x", "--tenant", "acme", "--format", "yaml"),
+                 ("feedback", "rc_x", "--tenant", "acme"),  # no outcome
+                 ("list", "--tenant", "acme", "--limit", "many"),
+                 ("lst", "--tenant", "acme")):
+        result = run(db, *args)
+        assert result.exit_code == 2, args
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+        assert result.stderr.startswith("error: ") and "--help)" in result.stderr
+
+
+def test_unreadable_trajectory_and_bad_values_are_one_line_exit_1(db: Path, tmp_path: Path) -> None:
+    for args in (("learn", str(tmp_path / "missing.json"), "--tenant", "acme"),
+                 ("learn", str(tmp_path), "--tenant", "acme"),
+                 ("list", "--tenant", "acme", "--limit", "0"),
+                 ("add", "x", "--tenant", "acme", "--evidence", "caf\udce9"),
+                 ("inspect", "mem_\x1b[2J", "--tenant", "acme")):
+        result = run(db, *args)
+        assert result.exit_code == 1, (args, result.stderr)
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: ")
+        assert "\x1b" not in result.stderr  # escaped, never sent to the terminal
 
 
 def test_missing_directory_is_a_clean_error(tmp_path: Path) -> None:

@@ -3,28 +3,33 @@
 Output is JSON lines wherever a program reads it (add, inspect, history, ledger, list, export,
 feedback, stats, health); `--plain` prints a table for people instead. `recall` prints the
 rendered briefing (what an agent reads) and JSON with `--json`. A domain error
-(`SituatedError`) is one line on stderr, `error: <field>: <message>`, and exit code 1; a usage
-mistake (unknown option, missing argument) is typer's own message and exit code 2.
+(`SituatedError`, a file that cannot be read) is one line on stderr, `error: <field>: <message>`,
+and exit code 1; a usage mistake (unknown option, missing argument, a value of the wrong type) is
+one line too, `error: <what click says> (see: <command> --help)`, and exit code 2. Never a
+traceback: every argument is checked by the library before anything is read or written.
 """
 
 import json
 import math
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import apsw
+import click
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from situated import arguments as args
 from situated.embed import DEFAULT_EMBEDDER, available_embedders
 from situated.errors import InvalidInput, SituatedError
 from situated.memory import Memory
@@ -38,20 +43,56 @@ DEFAULT_DB = "situated.db"
 
 
 class _Group(TyperGroup):
-    """Turns domain errors into one line on stderr and exit code 1."""
+    """Turns domain errors into one line on stderr and exit code 1, usage errors into one line
+    and exit code 2."""
+
+    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
+        with _usage_in_one_line():
+            return super().make_context(info_name, args, parent=parent, **extra)
 
     def invoke(self, ctx: Any) -> Any:
-        try:
-            return super().invoke(ctx)
-        except SituatedError as exc:
-            _fail(str(exc))
-        except apsw.Error as exc:  # the database file itself: unreadable, not SQLite, locked
-            _fail(f"database: {exc}")
+        with _usage_in_one_line():
+            try:
+                return super().invoke(ctx)
+            except SituatedError as exc:
+                _fail(str(exc))
+            except apsw.Error as exc:  # the database file itself: unreadable, locked, full
+                _fail(f"database: {exc}")
+            except BrokenPipeError:
+                raise
+            except OSError as exc:  # a file or directory named on the command line
+                _fail(f"{exc.filename or 'file'}: {exc.strerror or exc}")
 
 
-def _fail(message: str) -> None:
-    typer.echo("error: " + " ".join(message.split()), err=True)
-    raise typer.Exit(1)
+_CLICK = sys.modules[typer.BadParameter.__module__]
+"""The click exceptions typer raises (recent typers vendor their own click)."""
+_USAGE_ERRORS = tuple({click.UsageError, _CLICK.UsageError})
+_HELP = tuple({click.exceptions.NoArgsIsHelpError,
+               getattr(_CLICK, "NoArgsIsHelpError", click.exceptions.NoArgsIsHelpError)})
+
+
+@contextmanager
+def _usage_in_one_line() -> Iterator[None]:
+    try:
+        yield
+    except _HELP:
+        raise  # the help text, as asked for
+    except _USAGE_ERRORS as exc:
+        hint = f" (see: {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+        _fail(exc.format_message() + hint, code=2)
+
+
+MAX_ERROR_CHARS = 500
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    """One line on stderr: whitespace collapsed, other unprintable characters (controls,
+    bidi overrides, unpaired surrogates) escaped, at most `MAX_ERROR_CHARS`."""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(message.split()))
+    if len(line) > MAX_ERROR_CHARS:
+        line = line[: MAX_ERROR_CHARS - 3] + "..."
+    typer.echo("error: " + line, err=True)
+    raise typer.Exit(code)
 
 
 app = typer.Typer(
@@ -154,7 +195,7 @@ def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str)
 @contextmanager
 def _memory(ctx: typer.Context) -> Iterator[Memory]:
     settings: Settings = ctx.obj
-    path = settings.db
+    path = Path(args.path(settings.db, "db"))
     if not path.parent.exists():
         raise InvalidInput("db", f"directory {str(path.parent)!r} does not exist")
     mem = Memory(path, embedder=settings.embedder or _stored_embedder(path) or DEFAULT_EMBEDDER)
@@ -194,7 +235,10 @@ def parse_value(raw: str) -> FactValue:
     if text.lower() in _WORDS:
         return _WORDS[text.lower()]
     if _INT.fullmatch(text):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:  # more digits than Python converts; refused as a value later
+            return text
     if _FLOAT.fullmatch(text):
         value = float(text)
         if math.isfinite(value):
@@ -208,7 +252,7 @@ def parse_facts(pairs: Iterable[str]) -> dict[str, FactValue]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise typer.BadParameter(f"expected key=value, got {pair!r}", param_hint="--fact")
+            raise typer.BadParameter(f"expected key=value, got {pair!r:.40}", param_hint="--fact")
         facts[key.strip()] = parse_value(value)
     return facts
 
@@ -249,7 +293,16 @@ def _jsonable(value: Any) -> Any:
 
 def _emit(obj: Any) -> None:
     """One JSON line on stdout."""
-    typer.echo(json.dumps(obj, default=_jsonable, ensure_ascii=False))
+    typer.echo(_json_line(obj))
+
+
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+"""Line breaks for `str.splitlines` that JSON leaves raw: escaped, each JSON value stays on
+its one line for every reader (inside JSON they can only occur in strings)."""
+
+
+def _json_line(obj: Any, **kw: Any) -> str:
+    return json.dumps(obj, default=_jsonable, ensure_ascii=False, **kw).translate(_LINE_BREAKS)
 
 
 def record_json(rec: MemoryRecord) -> dict[str, Any]:
@@ -505,7 +558,7 @@ def recall(
         out = briefing.to_dict()
         if explain:
             out["explain"] = briefing.explain()
-        typer.echo(json.dumps(out, default=_jsonable, ensure_ascii=False, sort_keys=True))
+        typer.echo(_json_line(out, sort_keys=True))
         return
     typer.echo(briefing.render(fmt.value))
     if explain:
@@ -709,8 +762,6 @@ def review(
 
     The reviewer needs the `reviewer` role (`--role reviewer`).
     """
-    import sys
-
     me = _principal(tenant, role, clearance, actor)
     ask = sys.stdin.isatty() if interactive is None else interactive
     with _memory(ctx) as mem:
@@ -783,10 +834,12 @@ def learn(
     actor: Actor = "cli",
 ) -> None:
     """Distil a finished episode into lesson proposals (format: situated.write.distill)."""
-    import sys
-
-    text = sys.stdin.read() if str(trajectory) == "-" else trajectory.read_text()
     me = _principal(tenant, role, clearance, actor)
+    try:
+        text = sys.stdin.read() if str(trajectory) == "-" else trajectory.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
+        raise InvalidInput("trajectory", f"cannot read {str(trajectory)!r:.80}: {reason}") from None
     with _memory(ctx) as mem:
         for rec in mem.learn(text, principal=me):
             _emit(record_json(rec))
@@ -894,8 +947,15 @@ def eval_(
 EvalOut = Annotated[
     Path, typer.Option("--out", file_okay=False, help="Directory for the JSON results.")
 ]
+class SourceState(StrEnum):
+    """How `eval locomo` and `eval longmemeval` store each turn's source state."""
+
+    context = "context"
+    unknown = "unknown"
+
+
 SourceStateOpt = Annotated[
-    str,
+    SourceState,
     typer.Option("--source-state", help="Store each turn with its speaker/session as source "
                  "state (context) or with none (unknown)."),
 ]
@@ -907,14 +967,14 @@ def eval_locomo(
     quick: Annotated[bool, typer.Option("--quick", help="2 conversations, 5 questions each.")]
     = False,
     out: EvalOut = Path("eval-results"),
-    source_state: SourceStateOpt = "context",
+    source_state: SourceStateOpt = SourceState.context,
 ) -> None:
     """LoCoMo turn-level retrieval (needs the `eval` extra: pip install 'situated[eval]')."""
     from situated.eval.conversations import run_locomo
 
     settings: Settings = ctx.obj
     run_locomo(quick, out, Console(), embedder=settings.embedder or DEFAULT_EMBEDDER,
-               source_state=source_state)
+               source_state=source_state.value)
 
 
 @eval_app.command("longmemeval")
@@ -922,14 +982,14 @@ def eval_longmemeval(
     ctx: typer.Context,
     quick: Annotated[bool, typer.Option("--quick", help="A few questions only.")] = False,
     out: EvalOut = Path("eval-results"),
-    source_state: SourceStateOpt = "context",
+    source_state: SourceStateOpt = SourceState.context,
 ) -> None:
     """LongMemEval_S session retrieval (needs the `eval` extra)."""
     from situated.eval.conversations import run_longmemeval
 
     settings: Settings = ctx.obj
     run_longmemeval(quick, out, Console(), embedder=settings.embedder or DEFAULT_EMBEDDER,
-                    source_state=source_state)
+                    source_state=source_state.value)
 
 
 @eval_app.command("scienceworld")
@@ -943,9 +1003,10 @@ def eval_scienceworld(
         str | None, typer.Option("--tasks", help="Comma-separated ScienceWorld task names.")
     ] = None,
     variations: Annotated[
-        int | None, typer.Option("--variations", help="Test variations per task.")
+        int | None, typer.Option("--variations", min=1, max=10_000,
+                                 help="Test variations per task.")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1)] = 0,
 ) -> None:
     """ScienceWorld: memory across unseen test variations (needs the scienceworld extra, Java)."""
     from situated.eval.envs import run_scienceworld

@@ -22,7 +22,7 @@ from typing import Any
 
 from situated.errors import ConditionSyntaxError
 from situated.frozen import quick_init
-from situated.models import FactValue
+from situated.models import FactValue, check_unicode
 
 MAX_CONDITION_CHARS = 500
 _LITERAL_NAMES: dict[str, FactValue] = {
@@ -94,16 +94,31 @@ class ConditionResult:
     detail: str = ""
 
 
-@lru_cache(maxsize=4096)
 def parse_condition(text: str) -> Condition:
     """Parse one condition string, raising `ConditionSyntaxError` naming what is wrong.
 
     Cached: memories are immutable, so their conditions are parsed once per process."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text.strip():  # before the cache: it hashes `text`
         raise ConditionSyntaxError("conditions", "a condition must be a non-empty string")
+    return _parse(text)
+
+
+def clear_parse_cache() -> None:
+    """Forget the parsed conditions (they hold memory text: erasure empties the cache)."""
+    _parse.cache_clear()
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Condition:
     src = text.strip()
     if len(src) > MAX_CONDITION_CHARS:
         raise ConditionSyntaxError("conditions", f"longer than {MAX_CONDITION_CHARS} characters")
+    try:
+        check_unicode(src, "a condition")
+    except ValueError as exc:
+        raise ConditionSyntaxError("conditions", str(exc)) from None
+    if "\x00" in src:
+        raise ConditionSyntaxError("conditions", "a condition may not hold a NUL character")
     try:
         tree = ast.parse(src, mode="eval").body
     except SyntaxError as exc:

@@ -31,6 +31,7 @@ from situated.learning.learned import LearnedReconstructor
 from situated.learning.lifecycle import LifecycleRules
 from situated.learning.maintenance import MaintenanceReport, run_maintenance
 from situated.models import (
+    MAX_CONTENT_CHARS,
     OPEN_END,
     Authority,
     Classification,
@@ -44,7 +45,6 @@ from situated.models import (
     Source,
     State,
     Validity,
-    check_unicode,
     content_fingerprint,
     parse_authority,
     parse_kind,
@@ -173,7 +173,8 @@ class Memory:
     of them may use the same file at once (WAL, busy timeout, retries).
 
     Args:
-        path: the SQLite file (created if absent). One file holds everything.
+        path: the SQLite file, a `str` or `os.PathLike` (created if absent). One file holds
+            everything. Every argument is checked before the file is opened.
         embedder: an `Embedder` or a registered name (default: the shipped static model).
         reconstructor: a `Reconstructor` or a registered name (default: `rules`; `learned`;
             `llm`, which needs `reconstructor_options={"base_url": ..., "model": ...}`).
@@ -202,25 +203,49 @@ class Memory:
         gates: Sequence[Gate] = DEFAULT_GATES,
         resident_mb: float = DEFAULT_RESIDENT_MB,
     ) -> None:
-        self.embedder = get_embedder(embedder) if isinstance(embedder, str) else embedder
-        self.reconstructor = (
-            get_reconstructor(reconstructor, **dict(reconstructor_options or {}))
-            if isinstance(reconstructor, str)
-            else reconstructor
+        # every argument is checked before the file is opened (or created)
+        file = args.path(path)
+        args.number(resident_mb, "resident_mb", 0, MAX_RESIDENT_MB)  # 0 turns the index off
+        options = dict(_options(reconstructor_options))
+        self.promotion: PromotionPolicy = (
+            AutoPromote() if promotion is None
+            else args.has_methods(promotion, "promotion", "decide")
         )
-        self.promotion: PromotionPolicy = promotion or AutoPromote()
-        self.lifecycle = lifecycle or LifecycleRules()
-        self.write_policies = dict(write_policies or {})
-        self.gates = tuple(gates)
-        if resident_mb < 0:
-            raise InvalidInput("resident_mb", "must be >= 0 (0 turns the resident index off)")
-        self.store = Store(path, resident_mb=resident_mb)
-        self.reconstructor.bind(self.store)
-        ref = self.store.embedder_ref()
-        if ref is not None and ref != self.embedder.model_ref:
-            self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)  # raises
-        self._analyse_rows()
-        self._erasures = self.store.erasures()
+        self.lifecycle = (
+            LifecycleRules() if lifecycle is None
+            else args.instance(lifecycle, "lifecycle", LifecycleRules, "LifecycleRules")
+        )
+        self.write_policies = _write_policies(write_policies)
+        self.gates = tuple(
+            args.has_methods(g, f"gates[{n}]", "check")
+            for n, g in enumerate(args.items(gates, "gates"))
+        )
+        if isinstance(embedder, str):
+            self.embedder = get_embedder(args.label(embedder, "embedder"))
+        else:
+            self.embedder = args.instance(embedder, "embedder", Embedder, "an Embedder or a name")
+        if isinstance(reconstructor, str):
+            try:
+                self.reconstructor = get_reconstructor(
+                    args.label(reconstructor, "reconstructor"), **options
+                )
+            except TypeError as exc:  # options the factory does not take
+                raise InvalidInput("reconstructor_options", str(exc)) from None
+        else:
+            self.reconstructor = args.instance(
+                reconstructor, "reconstructor", Reconstructor, "a Reconstructor or a name"
+            )
+        self.store = Store(file, resident_mb=resident_mb)
+        try:
+            self.reconstructor.bind(self.store)
+            ref = self.store.embedder_ref()
+            if ref is not None and ref != self.embedder.model_ref:
+                self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)  # raises
+            self._analyse_rows()
+            self._erasures = self.store.erasures()
+        except BaseException:
+            self.store.close()
+            raise
 
     def _analyse_rows(self, batch: int = 1000) -> int:
         """Store the analysis of rows written before it existed, or by an older `analyze`
@@ -241,6 +266,8 @@ class Memory:
 
     def write_policy(self, namespace: str) -> WritePolicy:
         """The namespace's write policy (`"*"` is the fallback; default: `WritePolicy()`)."""
+        if namespace != "*":
+            _check_namespace(args.text(namespace, "namespace", args.MAX_LABEL_CHARS))
         return self.write_policies.get(namespace) or self.write_policies.get("*") or WritePolicy()
 
     def __enter__(self) -> Memory:
@@ -296,6 +323,7 @@ class Memory:
             step, evidence, conditions, entity, attribute, value, multi_valued, roles,
             classification, consent, authority, valid_from, valid_until, policy_version,
         )
+        _source_level(source_classification)
         return self._propose(rec, principal, source_classification, "proposed via add")
 
     def _propose(
@@ -427,10 +455,10 @@ class Memory:
         Returns:
             The stored records, in input order.
         """
-        if not 1 <= batch_size <= 10_000:
-            raise InvalidInput("batch_size", "must be from 1 to 10000")
+        args.principal(principal)
+        args.integer(batch_size, "batch_size", 1, 10_000)
         records: builtins.list[tuple[MemoryRecord, Any]] = []
-        for n, item in enumerate(items):
+        for n, item in enumerate(args.items(items, "items", MAX_BATCH_ITEMS)):
             if not isinstance(item, Mapping):
                 raise InvalidInput(f"items[{n}]", "must be a mapping of add() arguments")
             kw = dict(item)
@@ -442,6 +470,7 @@ class Memory:
             source_cls = kw.pop("source_classification", None)
             try:
                 rec = self._build(principal=principal, **_build_args(kw))
+                _source_level(source_cls)
             except InvalidInput as exc:
                 raise InvalidInput(f"items[{n}].{exc.field}", exc.message) from None
             records.append((rec, source_cls))
@@ -488,33 +517,37 @@ class Memory:
         authority: Authority | str, valid_from: TimeLike, valid_until: TimeLike,
         policy_version: str | None,
     ) -> MemoryRecord:
-        if not isinstance(principal, Principal):
-            raise InvalidInput("principal", "a Principal is required")
-        if not isinstance(content, str) or not content.strip():
-            raise InvalidInput("content", "must be a non-empty string")
-        if len(content) > 8000:
-            raise InvalidInput("content", "longer than 8000 characters")
-        try:
-            check_unicode(content, "content")
-        except ValueError as exc:
-            raise InvalidInput("content", str(exc)) from None
+        args.principal(principal)
+        args.text(content, "content", MAX_CONTENT_CHARS, required=True)
         k = parse_kind(kind)
+        _check_namespace(namespace)
         if isinstance(state, str):
             state = State(state)
         if state is not None and not isinstance(state, State):
             raise InvalidInput("state", "must be a State, a string or None")
+        args.optional_text(action, "action")
+        args.optional_flag(success, "success")
+        args.optional_number(reward, "reward")
+        args.optional_label(episode_id, "episode_id")
+        args.optional_integer(step, "step", 0, args.MAX_STEP)
         if isinstance(conditions, str):
             raise InvalidInput("conditions", "must be a list of condition strings")
+        conditions = tuple(args.items(conditions, "conditions"))
         for c in conditions:
             parse_condition(c)
         if k is Kind.FACT and (not entity or not attribute):
             raise InvalidInput("entity", "a fact needs an entity and an attribute")
         if (entity is None) != (attribute is None):
             raise InvalidInput("attribute", "entity and attribute go together")
+        args.optional_label(entity, "entity")
+        args.optional_label(attribute, "attribute")
         if isinstance(evidence, str):
             raise InvalidInput("evidence", "must be a list of references")
-        if value is not None and not isinstance(value, str | int | float | bool):
-            raise InvalidInput("value", "must be a scalar")
+        evidence = args.labels(evidence, "evidence")
+        value = args.scalar(value, "value")
+        args.flag(multi_valued, "multi_valued")
+        args.optional_label(consent, "consent")
+        args.optional_label(policy_version, "policy_version")
         now = utcnow()
         start = to_epoch(valid_from, "valid_from")
         end = to_epoch(valid_until, "valid_until")
@@ -524,12 +557,12 @@ class Memory:
             raise InvalidInput("valid_until", "must be later than valid_from")
         auth = parse_authority(authority)
         unknown = state is None or state.is_empty
-        if isinstance(roles, str):
-            roles = (roles,)
+        roles = (roles,) if isinstance(roles, str) else args.items(roles, "roles")
         scope = validate_input(
             "",
             lambda: Scope(
-                tenant=principal.tenant, namespace=namespace, roles=frozenset(roles),
+                tenant=principal.tenant, namespace=namespace,
+                roles=roles,  # type: ignore[arg-type]  # a list: RoleSet checks each name
                 classification=default_classification(principal)  # type: ignore[arg-type]
                 if classification is None else classification,  # the validator parses it
                 consent=consent,
@@ -623,13 +656,14 @@ class Memory:
 
     def reject(self, memory_id: str, *, reviewer: Principal, reason: str) -> MemoryRecord:
         """Reject a proposal held for review; it stays in the ledger, never recallable."""
-        if not reason or not reason.strip():
-            raise InvalidInput("reason", "a rejection needs a reason")
         return self._review(memory_id, reviewer, EventType.REJECTED, reason)
 
     def _review(
         self, memory_id: str, reviewer: Principal, event: EventType, reason: str
     ) -> MemoryRecord:
+        args.identifier(memory_id, "memory_id")
+        args.principal(reviewer, "reviewer")
+        _reason(reason)
         if "reviewer" not in reviewer.roles:
             raise PermissionDenied("reviewing proposals needs the 'reviewer' role")
         own = Eligibility.for_inspection(reviewer)
@@ -646,6 +680,9 @@ class Memory:
         self, *, reviewer: Principal, namespace: str | None = None, limit: int = 100
     ) -> builtins.list[tuple[MemoryRecord, builtins.list[dict[str, Any]]]]:
         """Proposals waiting for review, each with the gate results of its `proposed` event."""
+        args.principal(reviewer, "reviewer")
+        _check_namespace(namespace)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
         if "reviewer" not in reviewer.roles:
             raise PermissionDenied("reviewing proposals needs the 'reviewer' role")
         elig = Eligibility(
@@ -681,6 +718,10 @@ class Memory:
         Returns:
             The stored records (promoted, held, or existing ones reinforced).
         """
+        args.principal(principal)
+        if distiller is not None:
+            args.has_methods(distiller, "distiller", "distill")
+        _source_level(source_classification)
         if isinstance(trajectory, str):
             traj = validate_input("trajectory", lambda: Trajectory.from_json(trajectory))
         elif isinstance(trajectory, Trajectory):
@@ -715,9 +756,10 @@ class Memory:
         Returns:
             How many memories were revoked.
         """
+        args.principal(principal)
+        args.label(consent, "consent")
+        _reason(reason)
         _require_admin(principal)
-        if not consent or not reason:
-            raise InvalidInput("consent", "a consent reference and a reason are required")
         with self.store.transaction():  # select inside: no concurrent write slips past
             return self.store.revoke(
                 consent, Eligibility.for_inspection(principal), principal.name, reason
@@ -727,9 +769,10 @@ class Memory:
         """Right to erasure: remove content, source, vectors, FTS row and recalled text; leave
         a tombstone (id, scope, validity, counters) and an `erased` event. Needs the 'admin'
         role; the memory must be one the principal may read (NotFound otherwise)."""
+        args.identifier(memory_id, "memory_id")
+        args.principal(principal)
+        _reason(reason)
         _require_admin(principal)
-        if not reason or not reason.strip():
-            raise InvalidInput("reason", "an erasure needs a reason")
         elig = Eligibility.for_inspection(principal)
         rec = self.store.get(memory_id, elig)
         self.store.erase(
@@ -774,20 +817,13 @@ class Memory:
             state = State(state)
         if not isinstance(state, State):
             raise InvalidInput("state", "must be a State or a string")
-        if not isinstance(principal, Principal):
-            raise InvalidInput("principal", "a Principal is required")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise InvalidInput("k", f"must be an integer from 1 to {MAX_K}")
-        if (
-            isinstance(budget_tokens, bool)
-            or not isinstance(budget_tokens, int)
-            or not 1 <= budget_tokens <= MAX_BUDGET_TOKENS
-        ):
-            raise InvalidInput("budget_tokens", f"must be an integer from 1 to {MAX_BUDGET_TOKENS}")
-        if not isinstance(intent, str) or len(intent) > 2000:
-            raise InvalidInput("intent", "must be a string of at most 2000 characters")
-        if namespace is not None:
-            validate_input("", lambda: Scope(tenant="t", namespace=namespace))
+        args.principal(principal)
+        args.integer(k, "k", 1, MAX_K)
+        args.integer(budget_tokens, "budget_tokens", 1, MAX_BUDGET_TOKENS)
+        args.text(intent, "intent", args.MAX_REASON_CHARS)
+        _check_namespace(namespace)
+        if policy is not None:
+            args.instance(policy, "policy", Policy, "a Policy")
         req = RecallRequest(
             state=state, principal=principal, intent=intent, namespace=namespace, k=k,
             budget_tokens=budget_tokens, as_of=to_epoch(as_of, "as_of"),
@@ -837,20 +873,17 @@ class Memory:
         for the same recall raises `FeedbackConflict`. A failure that used a fact while a newer
         fact with the same (entity, attribute) exists supersedes the used fact.
         """
-        if not isinstance(success, bool):
-            raise InvalidInput("success", "must be true or false")
+        args.identifier(recall_id, "recall_id")
+        args.principal(principal)
+        args.flag(success, "success")
         if isinstance(used, str):
             raise InvalidInput("used", "must be a list of memory ids")
+        used_ids = tuple(dict.fromkeys(args.identifiers(used, "used")))
+        reward = args.optional_number(reward, "reward")
         if cited is not None and not isinstance(cited, str):
             raise InvalidInput("cited", "must be the agent's output text")
+        args.optional_text(cited, "cited", MAX_CITED_CHARS)
         cited_ids = re.findall(r"\[(mem_[0-9a-f]{16})\]", cited or "")
-        used_ids = tuple(dict.fromkeys(used))
-        if reward is not None and (
-            isinstance(reward, bool) or not isinstance(reward, int | float) or reward != reward
-        ):
-            raise InvalidInput("reward", "must be a finite number")
-        if not isinstance(principal, Principal):
-            raise InvalidInput("principal", "a Principal is required")
         recall = self.store.get_recall(recall_id, principal)
         served = recall.served
         foreign = [u for u in used_ids if u not in served]
@@ -932,6 +965,7 @@ class Memory:
 
         Failures are logged, counted and shown by `health`, never swallowed.
         """
+        args.label(actor, "actor")
         report = run_maintenance(self.store, self.lifecycle, actor=actor)
         if isinstance(self.reconstructor, LearnedReconstructor):
             cal = self.reconstructor.fit()
@@ -956,11 +990,13 @@ class Memory:
                 and counters replayed from the ledger up to that time; NotFound if it was not
                 recorded yet).
         """
-        rec = self.store.get(memory_id, Eligibility.for_inspection(principal))
+        args.identifier(memory_id, "memory_id")
+        args.principal(principal)
         t = to_epoch(as_of, "as_of")
+        k = to_epoch(known_at, "known_at")
+        rec = self.store.get(memory_id, Eligibility.for_inspection(principal))
         if t is not None and not rec.validity.valid_from <= t < rec.validity.valid_until:
             raise NotFound(f"{memory_id} was not valid at {as_of}")
-        k = to_epoch(known_at, "known_at")
         if k is not None:
             if rec.validity.recorded_at > k:
                 raise NotFound(f"{memory_id} was not recorded yet at {known_at}")
@@ -974,6 +1010,7 @@ class Memory:
     def history(self, memory_id: str, *, principal: Principal) -> builtins.list[LedgerEvent]:
         """The ledger events of one memory the principal may read, oldest first (an erased
         memory's, its tombstone's audit trail, to admins only)."""
+        args.identifier(memory_id, "memory_id")
         args.principal(principal)
         states = ALL_STATES if "admin" in principal.roles else VISIBLE_STATES
         return self.store.history(memory_id, Eligibility(principal, states=states))
@@ -995,10 +1032,9 @@ class Memory:
         if states is not None:
             if isinstance(states, str | LifecycleState):
                 states = (states,)
-            try:
-                wanted = tuple(LifecycleState(str(s).upper()) for s in states)
-            except (ValueError, TypeError) as exc:
-                raise InvalidInput("states", str(exc)) from None
+            wanted = tuple(
+                args.choice(LifecycleState, s, "states") for s in args.items(states, "states")
+            )
             if LifecycleState.ERASED in wanted and "admin" not in principal.roles:
                 raise PermissionDenied("states: tombstones of erased memories are for admins")
             elig = Eligibility(principal, elig.namespaces, wanted)
@@ -1009,10 +1045,13 @@ class Memory:
     def export(
         self, *, principal: Principal, namespace: str | None = None
     ) -> Iterator[dict[str, Any]]:
-        """Every memory the principal may read, as JSON-ready dicts, in pages."""
+        """Every memory the principal may read, as JSON-ready dicts, in pages (the arguments
+        are checked at the call, before the first page is read)."""
         args.principal(principal)
         _check_namespace(namespace)
-        elig = Eligibility.for_inspection(principal, namespace)
+        return self._pages(Eligibility.for_inspection(principal, namespace))
+
+    def _pages(self, elig: Eligibility) -> Iterator[dict[str, Any]]:
         offset = 0
         while True:
             page = self.store.page(elig, 500, offset)
@@ -1078,7 +1117,7 @@ class Memory:
 
     def rebuild(self, *, repair: bool = False) -> RebuildReport:
         """Replay the ledger and compare (or repair) stored lifecycle states and counters."""
-        return self.store.rebuild(repair=repair)
+        return self.store.rebuild(repair=args.flag(repair, "repair"))
 
 
 def _require_admin(principal: Principal) -> None:
@@ -1121,4 +1160,42 @@ def _scrub(value: Any, secrets: set[str]) -> Any:
 
 def _check_namespace(namespace: Any) -> None:
     if namespace is not None:
+        args.text(namespace, "namespace", args.MAX_LABEL_CHARS)  # a str: not bytes pydantic decodes
         validate_input("", lambda: Scope(tenant="t", namespace=namespace))
+
+
+MAX_RESIDENT_MB = 1_000_000
+MAX_BATCH_ITEMS = 1_000_000
+MAX_CITED_CHARS = 100_000
+
+
+def _reason(value: Any) -> str:
+    """A reason recorded in the ledger: non-blank text."""
+    return args.text(value, "reason", args.MAX_REASON_CHARS, required=True)
+
+
+def _source_level(value: Any) -> Classification | None:
+    """`source_classification`: None or a classification."""
+    return None if value is None else args.choice(Classification, value, "source_classification")
+
+
+def _options(value: Any) -> Mapping[str, Any]:
+    """`reconstructor_options`: None or a mapping of keyword names to values."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise InvalidInput("reconstructor_options", "must be a mapping of option names")
+    return value
+
+
+def _write_policies(value: Any) -> dict[str, WritePolicy]:
+    """`write_policies`: None or a mapping of namespace (or `"*"`) to `WritePolicy`."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInput("write_policies", "must be a mapping of namespace to WritePolicy")
+    for ns, policy in value.items():
+        if ns != "*":
+            _check_namespace(args.text(ns, "write_policies", args.MAX_LABEL_CHARS))
+        args.instance(policy, f"write_policies[{ns!r:.40}]", WritePolicy, "a WritePolicy")
+    return dict(value)

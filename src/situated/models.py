@@ -22,6 +22,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    Strict,
     ValidationError,
     field_serializer,
     field_validator,
@@ -110,29 +111,42 @@ def _parse_enum(enum_cls: type[Any], value: Any, field: str) -> Any:
             if key.lower() in (member.name.lower(), str(member.value).lower()):
                 return member
     allowed = ", ".join(m.name.lower() for m in enum_cls)
-    raise ValueError(f"{value!r} is not one of: {allowed}")
+    raise ValueError(f"{value!r:.40} is not one of: {allowed}")
+
+
+MIN_TIME = -62135596800.0
+"""0001-01-01T00:00:00Z as epoch seconds: the earliest time a `datetime` can show."""
 
 
 def to_epoch(value: datetime | float | int | str | None, field: str) -> float | None:
-    """Convert a time given as datetime, ISO string or epoch seconds to epoch seconds (UTC)."""
+    """Convert a time given as datetime, ISO string or epoch seconds to epoch seconds (UTC),
+    from year 1 to the end of year 9999 (`MIN_TIME` .. `OPEN_END`)."""
     if value is None:
         return None
     if isinstance(value, bool):
         raise InvalidInput(field, "expected a time, got a boolean")
     if isinstance(value, int | float):
-        if not math.isfinite(value):
-            raise InvalidInput(field, "time must be finite")
+        if not MIN_TIME <= value <= OPEN_END:  # also NaN, infinities and ints too big to float
+            raise InvalidInput(field, "time must be epoch seconds within years 1 to 9999")
         return float(value)
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise InvalidInput(field, f"not an ISO-8601 time: {value!r}") from exc
+            value = datetime.fromisoformat(value[:64].replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInput(field, f"not an ISO-8601 time: {value!r:.40}") from None
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
-        return value.timestamp()
-    raise InvalidInput(field, f"expected a datetime, ISO string or epoch seconds, got {value!r}")
+        try:
+            ts = value.timestamp()
+        except (OverflowError, ValueError):
+            ts = math.nan
+        if not MIN_TIME <= ts <= OPEN_END:
+            raise InvalidInput(field, "time must be within years 1 to 9999 (UTC)")
+        return ts
+    raise InvalidInput(
+        field, f"expected a datetime, ISO string or epoch seconds, got {type(value).__name__}"
+    )
 
 
 def from_epoch(ts: float) -> datetime:
@@ -162,13 +176,22 @@ def _check_name(value: str, what: str, actor: bool = False) -> str:
         raise ValueError(exc.message) from None
 
 
+MAX_ROLES = 100
+
+
 def _role_set(value: Any) -> frozenset[str]:
     if isinstance(value, str):
         value = [value]
+    if isinstance(value, bytes | bytearray | Mapping):
+        raise ValueError("roles must be a role name or a collection of role names")
     try:
         items = list(value)
     except TypeError:
         raise ValueError("roles must be a role name or a collection of role names") from None
+    if len(items) > MAX_ROLES:
+        raise ValueError(f"more than {MAX_ROLES} roles")
+    if not all(isinstance(r, str) for r in items):
+        raise ValueError("each role must be a string")
     roles = set()
     for r in items:
         try:
@@ -183,9 +206,9 @@ def _level(value: Any) -> Classification:
     return level
 
 
-Name = Annotated[str, AfterValidator(lambda v: _check_name(v, "name"))]
+Name = Annotated[str, Strict(), AfterValidator(lambda v: _check_name(v, "name"))]
 """A tenant or namespace name, in NFKC form (the rule of `situated.names.canonical_name`)."""
-ActorName = Annotated[str, AfterValidator(lambda v: _check_name(v, "name", actor=True))]
+ActorName = Annotated[str, Strict(), AfterValidator(lambda v: _check_name(v, "name", actor=True))]
 """Who acts, in NFKC form (`situated.names.canonical_actor`: single inner spaces allowed)."""
 RoleSet = Annotated[frozenset[str], BeforeValidator(_role_set)]
 """Role names, given as one name or a collection, each under the rule of `Name`."""
@@ -210,7 +233,9 @@ class State(_Frozen):
 
     def __init__(self, text: str = "", facts: Mapping[str, FactValue] | None = None, **kw: Any):
         try:
-            super().__init__(text=text, facts=dict(facts or {}), **kw)  # type: ignore[call-arg]
+            super().__init__(  # type: ignore[call-arg]
+                text=text, facts={} if facts is None else facts, **kw  # checked: `_facts`
+            )
         except ValidationError as exc:
             raise _as_invalid("state", exc) from None
 
@@ -229,13 +254,19 @@ class State(_Frozen):
         if len(v) > MAX_FACTS:
             raise ValueError(f"more than {MAX_FACTS} facts")
         for key, val in v.items():
-            if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,99}$", key):
-                raise ValueError(f"fact name {key!r} must be an identifier (letters, digits, _.-)")
+            if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,99}\Z", key):
+                raise ValueError(
+                    f"fact name {key!r:.40} must be an identifier (letters, digits, _.-)"
+                )
             if val is not None and not isinstance(val, str | int | float | bool):
                 raise ValueError(f"fact {key!r} must be a scalar, got {type(val).__name__}")
             if isinstance(val, float) and not math.isfinite(val):
                 raise ValueError(f"fact {key!r} must be finite")
+            if isinstance(val, int) and not -(2**63) <= val < 2**63:
+                raise ValueError(f"fact {key!r} must fit in 64 bits")
             if isinstance(val, str):
+                if len(val) > MAX_STATE_CHARS:
+                    raise ValueError(f"fact {key!r} longer than {MAX_STATE_CHARS} characters")
                 check_unicode(val, f"fact {key!r}")
         return dict(v)
 

@@ -59,9 +59,12 @@ def parse_seeds(text: str | None) -> list[int] | None:
     try:
         seeds = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise InvalidInput("seeds", f"expected comma-separated integers, got {text!r}") from None
-    if not seeds:
-        raise InvalidInput("seeds", f"expected comma-separated integers, got {text!r}")
+        raise InvalidInput(
+            "seeds", f"expected comma-separated integers, got {text!r:.40}"
+        ) from None
+    if not seeds or not all(0 <= s < 2**32 for s in seeds):
+        raise InvalidInput("seeds", f"expected comma-separated integers from 0 to 2**32-1, "
+                           f"got {text!r:.40}")
     return seeds
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from situated.conditions import Condition, parse_condition
+from situated.conditions import Condition, clear_parse_cache, parse_condition
 from situated.embed.hashing import _bucket
 from situated.errors import ConditionSyntaxError
 from situated.models import FactValue, MemoryRecord, normalise_text
@@ -185,10 +185,11 @@ def clear_text_caches() -> None:
     texts), as erasure requires: erased text must not stay in this process."""
     for cached in (
         _sentences, _claims, _marks, _marks_numbers, _names_text, _stems, _numbers_in,
-        _screen, _numbers, parse_condition, injection_findings, normalise_text, _digest_of,
+        _screen, _numbers, injection_findings, normalise_text, _digest_of,
         _bucket, token_counter()._count,
     ):
         cached.cache_clear()
+    clear_parse_cache()
     prechecks._CACHE.clear()
     prechecks._NUMBERS.clear()  # present facts (numbers are never reused, so this is safe)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from situated.errors import InvalidInput
 from situated.frozen import quick_init
 
 
@@ -152,7 +153,7 @@ class Briefing:
         if fmt == "json":
             return self.to_json()
         if fmt not in ("text", "markdown"):
-            raise ValueError(f"unknown format {fmt!r}; use text, markdown or json")
+            raise InvalidInput("fmt", f"unknown format {fmt!r:.40}; use text, markdown or json")
         md = fmt == "markdown"
         lines: list[str] = []
         head = {

@@ -23,7 +23,7 @@ import msgspec
 from pydantic import BaseModel
 
 from situated.embed.base import Vector
-from situated.errors import EmbedderMismatch, NotFound, StoreBusy, StoreFailure
+from situated.errors import EmbedderMismatch, InvalidInput, NotFound, StoreBusy, StoreFailure
 from situated.models import (
     Authority,
     Classification,
@@ -170,8 +170,13 @@ class Store:
         self.path = str(path)
         self._writing = False
         self._fts_reset_due = False
-        with _stored(self.path):
-            self.db = apsw.Connection(self.path)
+        try:
+            with _stored(self.path):
+                self.db = apsw.Connection(self.path)
+        except StoreFailure as exc:  # a directory, a missing directory, no permission
+            if exc.__cause__ is None or not isinstance(exc.__cause__, apsw.CantOpenError):
+                raise
+            raise InvalidInput("path", f"cannot open {self.path!r:.80}: {exc}") from None
         self.db.cursor_factory = _Cursor
         try:
             self.db.setbusytimeout(BUSY_TIMEOUT_MS)
@@ -187,6 +192,11 @@ class Store:
             self.db.execute(f"ATTACH DATABASE ? AS {RECALLS}", (self.recall_log.path,))
             self._move_legacy_recalls()
             self.vectors = SqliteVecIndex(self.db)
+        except StoreFailure as exc:
+            self.close()
+            if isinstance(exc.__cause__, apsw.CantOpenError | apsw.NotADBError):
+                raise InvalidInput("path", f"cannot open {self.path!r:.80}: {exc}") from None
+            raise
         except BaseException:
             self.close()
             raise

@@ -138,7 +138,9 @@ class SqliteVecIndex:
                 ORDER BY distance""",
             (_blob(query), k, *params),
         ).fetchall()
-        return [(int(rid), 1.0 - float(dist)) for rid, dist in rows]
+        # a zero vector (a text without a token the embedder knows, e.g. "!!!") has no cosine
+        # distance: sqlite-vec returns NULL; similarity 0, as the resident index computes it
+        return [(int(rid), 0.0 if dist is None else 1.0 - float(dist)) for rid, dist in rows]
 
     def vectors(self, field: str, rids: Sequence[int]) -> dict[int, Vector]:
         if not rids or not self._ready():

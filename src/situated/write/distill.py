@@ -15,7 +15,6 @@ gates and promotion as `add`. The `rules` distiller needs no model; the `llm` di
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from situated.models import FactValue, State
+from situated.models import FactValue, State, check_unicode
 
 MAX_STEPS = 500
 
@@ -43,6 +42,11 @@ class Step(BaseModel):
     def _flat(cls, v: Any) -> Any:
         State("", v)  # reuse State's validation of flat facts
         return v
+
+    @field_validator("observation", "action", "result")
+    @classmethod
+    def _unicode(cls, v: str) -> str:
+        return check_unicode(v, "text")
 
 
 class EpisodeOutcome(BaseModel):
@@ -65,9 +69,15 @@ class Trajectory(BaseModel):
     steps: list[Step] = Field(min_length=1, max_length=MAX_STEPS)
     outcome: EpisodeOutcome
 
+    @field_validator("episode_id", "task", "namespace")
+    @classmethod
+    def _unicode(cls, v: str) -> str:
+        return check_unicode(v, "text")
+
     @classmethod
     def from_json(cls, text: str | bytes) -> Trajectory:
-        return cls.model_validate(json.loads(text))
+        """Parse and validate; text that is not JSON is a `ValidationError` like any other."""
+        return cls.model_validate_json(text)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from situated import arguments as args
 from situated.errors import UnknownPlugin
 from situated.frozen import quick_init
 from situated.models import MemoryRecord, State, _digest
@@ -37,6 +38,15 @@ class Policy:
     allowed_tools: frozenset[str] | None = None
     prohibited_effects: frozenset[str] = frozenset()
     version: str | None = None
+
+    def __post_init__(self) -> None:
+        """Checked as made (a Policy is an argument of `recall`); lists become frozensets."""
+        if self.allowed_tools is not None:
+            object.__setattr__(self, "allowed_tools", frozenset(
+                args.labels(self.allowed_tools, "policy.allowed_tools", args.MAX_LIMIT)))
+        object.__setattr__(self, "prohibited_effects", frozenset(
+            args.labels(self.prohibited_effects, "policy.prohibited_effects", args.MAX_LIMIT)))
+        args.optional_label(self.version, "policy.version")
 
 
 @quick_init
