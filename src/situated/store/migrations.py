@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import apsw
 
+from situated.store import lexical
+
 Migration = Callable[[apsw.Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 
@@ -165,3 +167,33 @@ def m004_memory_analysis(db: apsw.Connection) -> None:
         "CREATE INDEX memories_analysis_version ON memories (analysis_version) "
         "WHERE state != 'ERASED'"
     )
+
+
+@migration
+def m006_tenant_lexicon(db: apsw.Connection) -> None:
+    """Per-tenant BM25 statistics for the SQLite search path (`situated.store.lexical`):
+    FTS5's `bm25()` counts every tenant's rows together. Existing memories are indexed here."""
+    db.execute(
+        """
+        CREATE TABLE lexicon_postings (
+            tenant TEXT NOT NULL,
+            term TEXT NOT NULL,
+            rid INTEGER NOT NULL,
+            tf INTEGER NOT NULL,
+            length INTEGER NOT NULL,
+            PRIMARY KEY (tenant, term, rid)
+        ) WITHOUT ROWID;
+        CREATE TABLE lexicon_docs (
+            rid INTEGER PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            length INTEGER NOT NULL,
+            terms INTEGER NOT NULL
+        );
+        CREATE TABLE lexicon_stats (
+            tenant TEXT PRIMARY KEY,
+            docs INTEGER NOT NULL,
+            length INTEGER NOT NULL
+        );
+        """
+    )
+    lexical.reindex(db)

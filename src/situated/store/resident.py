@@ -84,6 +84,20 @@ def grown(rows: int) -> int:
     return rows + max(64, rows // 8)
 
 
+def bm25_term(
+    n: int, total_len: float, df: int, tf: npt.NDArray[np.float32],
+    doc_len: npt.NDArray[np.float32],
+) -> npt.NDArray[np.float32]:
+    """One query term's BM25 contribution to the rows holding it, FTS5's formula over a
+    tenant's statistics: `n` rows, `total_len` tokens in all, `df` rows holding the term, its
+    frequency `tf` and the length `doc_len` of each (float32, the precision of both search
+    paths; `situated.store.lexical` calls this too, so the two compute the same floats)."""
+    avg = max(total_len / n, 1e-9)
+    idf = max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * doc_len / avg)
+    return np.asarray(np.float32(idf) * tf * (BM25_K1 + 1.0) / (tf + norm), dtype=np.float32)
+
+
 def tokens(text: str) -> list[str]:
     """Word tokens as FTS5's default `unicode61` tokenizer makes them: runs of letters and
     digits (underscore and punctuation separate), case-folded, diacritics removed."""
@@ -299,15 +313,11 @@ class Slice:
         scores = np.zeros(self.n, dtype=np.float32)
         if not self.n:
             return scores
-        avg = max(self.total_len / self.n, 1e-9)
         for t in dict.fromkeys(terms):
             rows, tf = self.postings(t)
-            df = len(rows)
-            if not df:
-                continue
-            idf = max(math.log((self.n - df + 0.5) / (df + 0.5)), 1e-6)
-            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * self.doc_len[rows] / avg)
-            scores[rows] += np.float32(idf) * tf * (BM25_K1 + 1.0) / (tf + norm)
+            if len(rows):
+                scores[rows] += bm25_term(self.n, self.total_len, len(rows), tf,
+                                          self.doc_len[rows])
         return scores
 
     # -- the searches the store delegates (rows `elig` may read, per `mask`) ------------------
