@@ -10,10 +10,13 @@ embedder. A second connection with `resident_mb=0` then times, per query (a pres
 an intent from `recall.py`, tenants in turn):
 
 * search: one `Store.search` (both dense rankings and the lexical one), k = 20;
-* lexical: one `Store.lexical`, k = 20;
+* lexical: one `Store.lexical`, k = 20 (per-tenant BM25, `situated.store.lexical`);
+* fts5: the query the SQLite path ran before (FTS5 `bm25()`, statistics of the whole file,
+  joined to the gates), on the same file, for comparison on the same (shared, noisy) machine;
 
-and reports p50 / p90 in milliseconds, plus how many rows of the tenant the query's terms
-match (what the lexical path scores).
+interleaved, and reports p50 / p90 in milliseconds, how many rows of the tenant the query's
+terms match (what the lexical path scores), and the time the fill spent in
+`situated.store.lexical.index` (the write-side cost).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import recall as rb
 
+import situated.store.lexical as lexical
 from situated import Memory, Principal
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.analysis import stored_form
@@ -46,13 +50,34 @@ def who(tenant: int) -> Principal:
     return Principal(tenant=f"tenant-{tenant:02d}", clearance="internal", name=f"b{tenant}")
 
 
-def fill(path: Path, n: int, seed: int) -> float:
-    """Write n memories over `TENANTS` tenants; seconds taken."""
+FTS5_BEFORE = """SELECT f.rowid, -bm25(memories_fts) AS score FROM memories_fts f
+    JOIN memories m ON m.rid = f.rowid WHERE memories_fts MATCH ? AND {where}
+    ORDER BY bm25(memories_fts) LIMIT ?"""
+
+
+def fts5_before(mem: Memory, terms: list[str], elig: Eligibility) -> list[tuple[int, float]]:
+    """The SQLite path's lexical search before `situated.store.lexical` (global bm25)."""
+    where, params = mem.store._where(elig)
+    match = " OR ".join(f'"{t}"' for t in terms)
+    rows = mem.store._all(FTS5_BEFORE.format(where=where), (match, *params, K))
+    return [(int(r), float(s)) for r, s in rows]
+
+
+def fill(path: Path, n: int, seed: int) -> tuple[float, float]:
+    """Write n memories over `TENANTS` tenants; seconds taken, and of those in `index`."""
     world = rb.World(8, seed)
     specs = [world.memory(i) for i in range(n)]
     mem = Memory(path, embedder="hash")
     store = mem.store
     store.bind_embedder(mem.embedder.model_ref, mem.embedder.dim)
+    real, spent = lexical.index, [0.0]
+
+    def timed(*args: object) -> None:
+        t = time.perf_counter()
+        real(*args)  # type: ignore[arg-type]
+        spent[0] += time.perf_counter() - t
+
+    lexical.index = timed  # type: ignore[assignment]
     t0 = time.perf_counter()
     for start in range(0, n, rb.BULK_BATCH):
         batch = specs[start : start + rb.BULK_BATCH]
@@ -68,8 +93,10 @@ def fill(path: Path, n: int, seed: int) -> float:
                              analysis=(ANALYSIS_VERSION, stored_form(rec)))
                 if mem.promotion.decide(rec).promote:
                     store.append_event(rec.id, EventType.PROMOTED, p.name, "bench")
+    took = time.perf_counter() - t0
+    lexical.index = real
     mem.close()
-    return time.perf_counter() - t0
+    return took, spent[0]
 
 
 def pct(xs: Sequence[float], q: float) -> float:
@@ -87,12 +114,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     path = work / f"lexical-{args.n}.db"
     if not path.exists():
-        print(f"filling {args.n} memories: {fill(path, args.n, args.seed):.1f} s")
+        took, indexing = fill(path, args.n, args.seed)
+        print(f"filling {args.n} memories: {took:.1f} s, of which lexical.index {indexing:.2f} s "
+              f"({1e3 * indexing / args.n:.3f} ms per memory)")
     mem = Memory(path, embedder="hash", resident_mb=0)
     world = rb.World(8, args.seed + 1)
     queries = [world.query(i % TENANTS) for i in range(args.queries)]
     search_ms: list[float] = []
     lexical_ms: list[float] = []
+    fts5_ms: list[float] = []
     matched: list[int] = []
     for q in queries:
         text = f"{q.intent} {q.state.describe()}"
@@ -103,13 +133,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         t1 = time.perf_counter_ns()
         mem.store.lexical(text, K, elig)
         t2 = time.perf_counter_ns()
+        fts5_before(mem, lexical_terms(text), elig)
+        t3 = time.perf_counter_ns()
         search_ms.append((t1 - t0) / 1e6)
         lexical_ms.append((t2 - t1) / 1e6)
+        fts5_ms.append((t3 - t2) / 1e6)
         matched.append(mem.store.lexical(text, 100_000, elig).__len__())
     terms = lexical_terms(f"{queries[0].intent} {queries[0].state.describe()}")
     print(f"N={args.n}, {TENANTS} tenants, {args.queries} queries, k={K}, e.g. terms {terms}")
     print(f"rows matched per query: median {statistics.median(matched):.0f}, max {max(matched)}")
-    for name, xs in (("Store.search", search_ms), ("Store.lexical", lexical_ms)):
+    for name, xs in (("Store.search", search_ms), ("Store.lexical", lexical_ms),
+                     ("fts5 (before)", fts5_ms)):
         print(f"{name:<14} p50 {pct(xs, 50):7.2f} ms   p90 {pct(xs, 90):7.2f} ms")
     print(f"database: {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0

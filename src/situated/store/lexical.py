@@ -42,9 +42,11 @@ from situated.store.resident import bm25_term, tokens
 MAX_TERM_POSTINGS = 20_000
 """Postings read per query term (a tenant's newest memories holding it): bounds a search to
 about 4 x 20,000 index rows (4 = `sqlite.MAX_LEXICAL_TERMS`) whatever the tenant's size."""
-FIRST_BATCH = 256
+FIRST_BATCH = 32
 MAX_BATCH = 4096
-"""Ranked rows checked against the eligibility gates per query (doubling from the first)."""
+"""Ranked rows checked against the eligibility gates per query: the first batch holds
+max(`FIRST_BATCH`, 2k) rows, each next one twice as many (a gate check reads the memory's
+row, about 5 us)."""
 
 
 def indexed_text(content: str, state_text: str | None) -> list[str]:
@@ -162,7 +164,7 @@ def _eligible_top(
 ) -> list[tuple[int, float]]:
     """The first k of `ranked` that pass the gates, checked in growing batches."""
     out: list[tuple[int, float]] = []
-    start, size = 0, min(max(FIRST_BATCH, 4 * k), MAX_BATCH)
+    start, size = 0, min(max(FIRST_BATCH, 2 * k), MAX_BATCH)
     while start < len(ranked) and len(out) < k:
         batch = ranked[start : start + size]
         passed = {
