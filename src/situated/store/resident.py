@@ -2,11 +2,12 @@
 the ledger.
 
 Why: the SQLite indexes are the durable truth, but they are slow to *search* at scale. The
-PyPI sqlite-vec build has no SIMD (about 10x an exact numpy scan of the same rows), and FTS5
-scores every tenant's matches before the tenant filter can drop them. A tenant's slice here
-holds, for each of its memories, both vectors (lesson and source state) in one float32 matrix,
-the eligibility columns as numpy arrays and a BM25 inverted index of the same text FTS5
-indexes. A search is then one matrix-vector product, a boolean mask and a few posting lists.
+PyPI sqlite-vec build has no SIMD (about 10x an exact numpy scan of the same rows), and the
+lexical search reads one SQL row per matching memory (`situated.store.lexical`). A tenant's
+slice here holds, for each of its memories, both vectors (lesson and source state) in one
+float32 matrix, the eligibility columns as numpy arrays and a BM25 inverted index of the same
+text FTS5 holds. A search is then one matrix-vector product, a boolean mask and a few posting
+lists.
 
 Coherence: every change to a memory is a ledger event written in the same transaction as the
 change (`Store.append_event`, `Store.insert`), so the ledger is a change feed. A slice
@@ -21,7 +22,8 @@ Safety: a slice only *proposes* row ids. The records a recall uses are read back
 `Eligibility.where` to rank exactly the eligible rows, but it is not the authority.
 
 BM25 statistics are per tenant (FTS5's are global): one tenant's writes never move another
-tenant's ranking.
+tenant's ranking. The SQLite path computes the same numbers (`situated.store.lexical`, through
+`bm25_term` and `tokens` here).
 """
 
 from __future__ import annotations
