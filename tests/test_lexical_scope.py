@@ -269,21 +269,41 @@ def test_existing_store_is_migrated(tmp_path: Path) -> None:
     assert on.store.lexical("refund invoice rollback", 10, elig) == ranked
 
 
-def test_gates_checked_in_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ranked rows pass the gates batch by batch until k are found: same answer."""
+@pytest.mark.parametrize("reader", ["ops-role-less", "billing", "nowhere"])
+def test_gates_checked_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: str
+) -> None:
+    """Ranked rows pass the gates batch by batch, or (when few of them pass: another
+    namespace's rows rank first) through the reader's eligible rows: the same answer."""
     import situated.store.lexical as lexical
 
     on, off = _twins(tmp_path / "m.db")
-    for i in range(12):
-        on.add(f"refund {'invoice ' * (i % 4)}case {i}", principal=A, kind="note",
-               roles=["ops"] if i % 3 else [])
-    reader = Principal(tenant="acme", clearance="restricted")  # sees a third of the rows
-    elig = Eligibility.for_recall(reader)
+    for i in range(20):  # two terms, each in half the matching rows; billing's rank last
+        billing = i % 10 >= 8
+        on.add(f"{'refund' if i < 10 else 'invoice'} case {i}" + " and more" * 3 * billing,
+               principal=A, kind="note", roles=["ops"] if i % 3 else [],
+               namespace="billing" if billing else "ops")
+    for i in range(4):
+        on.add(f"kettle case {i}", principal=A, kind="note")
+    if reader == "ops-role-less":  # sees a third of the rows, spread over the ranking
+        elig = Eligibility.for_recall(Principal(tenant="acme", clearance="restricted"))
+    else:
+        ops = Principal(tenant="acme", roles={"ops"}, clearance="restricted")
+        elig = Eligibility.for_recall(ops, reader)
     expected = on.store.lexical("refund invoice", 3, elig)
-    assert len(expected) == 3
+    assert len(expected) == {"ops-role-less": 3, "billing": 3, "nowhere": 0}[reader]
     monkeypatch.setattr(lexical, "FIRST_BATCH", 1)
     monkeypatch.setattr(lexical, "MAX_BATCH", 2)
+    queries: list[str] = []
+    off.store.db.exec_trace = lambda _c, sql, _b: queries.append(sql) or True
     assert off.store.lexical("refund invoice", 3, elig) == expected
+    by_id = sum("m.rid IN" in q for q in queries)
+    whole = sum("INDEXED BY memories_scope" in q for q in queries)
+    if reader == "ops-role-less":
+        assert by_id > 1 and whole == 0  # walked, several batches
+    else:
+        assert by_id < 10 and whole == 1  # gave up walking (10 batches would check all 20)
+    assert all(score > 0.1 for _, score in expected)
 
 
 def test_postings_cap_keeps_document_frequency_exact(
