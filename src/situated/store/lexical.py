@@ -17,15 +17,21 @@ erasure), next to the FTS5 row and from the same text:
 
 The rows counted are those a resident slice holds: every memory of the tenant that is not
 erased, whatever its lifecycle state, namespace, roles, classification or validity window (the
-eligibility gates choose which rows are *ranked*, not the statistics, on both paths).
+eligibility gates choose which rows are *ranked*, not the statistics, on both paths). So,
+within a tenant, a score still depends on rows the reader may not see, as the resident
+index's does; across tenants, on nothing.
 
 A search reads each query term's postings in the tenant (newest first, at most
 `MAX_TERM_POSTINGS`), scores them with `resident.bm25_term` (the resident's own function, so the
 same float32 operations in the same order), orders them as `resident.top` does (score, then row
-id) and walks that order through the eligibility gates, in batches, until k rows pass. The
-result equals `Slice.lexical` float for float, except when a query term occurs in more than
-`MAX_TERM_POSTINGS` of the tenant's memories: its document frequency is still exact, but the
-older rows holding it are scored without it (or, holding no other query term, not at all).
+id) and walks that order through the eligibility gates, in batches, until k rows pass (or,
+when few pass, reads the reader's eligible rows once). The result equals `Slice.lexical` float
+for float, except when a query term occurs in more than `MAX_TERM_POSTINGS` of the tenant's
+memories: its document frequency is still exact, but the older rows holding it are scored
+without it (or, holding no other query term, not at all).
+
+A change to `resident.tokens` changes what both paths index: it needs a migration that empties
+the three tables and calls `reindex` (as `m006_tenant_lexicon` does for existing stores).
 """
 
 from __future__ import annotations
