@@ -186,7 +186,7 @@ class Memory:
         gates: the write gates every proposal passes, in order.
         resident_mb: memory this process may use to keep tenants' search data (vectors,
             eligibility columns, a BM25 index) resident, kept current from the ledger; 0 turns
-            it off and every search runs in SQLite (sqlite-vec and FTS5). See
+            it off and every search runs in SQLite (sqlite-vec and `store.lexical`). See
             `situated.store.resident`.
     """
 

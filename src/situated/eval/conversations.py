@@ -31,7 +31,7 @@ Arms, all with the same embedder and the same stored text:
 
 - `similarity`: cosine between the question and each turn's embedding, numpy only, no situated
   (it ranks as deep as `hybrid`, 40 turns, so both collapse to sessions from the same depth);
-- `hybrid`: situated's stage 2 (`retrieve`: dense over lesson and source state plus FTS5 bm25,
+- `hybrid`: situated's stage 2 (`retrieve`: dense over lesson and source state plus BM25,
   fused by reciprocal rank) with the recall's `Eligibility`, over-fetched as the pipeline does;
 - `pipeline`: `Memory.recall` with `k=10` and the default 800-token budget, scored over the
   served items in the order served;

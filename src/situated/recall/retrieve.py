@@ -1,5 +1,6 @@
 """Stage 2, retrieval: candidates by dense similarity (lesson and source state) plus lexical
-(FTS5 bm25), fused by reciprocal rank, over-fetched for the stages that follow.
+(BM25 with the tenant's own statistics), fused by reciprocal rank, over-fetched for the stages
+that follow.
 
 Retrieval only proposes; nothing here decides what is served.
 """

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import apsw
 
-from situated.store import names
+from situated.store import lexical, names
 
 Migration = Callable[[apsw.Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
@@ -254,3 +254,33 @@ def m007_names(db: apsw.Connection) -> None:
         *(("role", t, r) for t, r in db.execute(
             "SELECT DISTINCT m.tenant, j.value FROM memories m, json_each(m.roles) j")),
     ])
+
+
+@migration
+def m006_tenant_lexicon(db: apsw.Connection) -> None:
+    """Per-tenant BM25 statistics for the SQLite search path (`situated.store.lexical`):
+    FTS5's `bm25()` counts every tenant's rows together. Existing memories are indexed here."""
+    db.execute(
+        """
+        CREATE TABLE lexicon_postings (
+            tenant TEXT NOT NULL,
+            term TEXT NOT NULL,
+            rid INTEGER NOT NULL,
+            tf INTEGER NOT NULL,
+            length INTEGER NOT NULL,
+            PRIMARY KEY (tenant, term, rid)
+        ) WITHOUT ROWID;
+        CREATE TABLE lexicon_docs (
+            rid INTEGER PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            length INTEGER NOT NULL,
+            terms INTEGER NOT NULL
+        );
+        CREATE TABLE lexicon_stats (
+            tenant TEXT PRIMARY KEY,
+            docs INTEGER NOT NULL,
+            length INTEGER NOT NULL
+        );
+        """
+    )
+    lexical.reindex(db)

@@ -2,11 +2,12 @@
 the ledger.
 
 Why: the SQLite indexes are the durable truth, but they are slow to *search* at scale. The
-PyPI sqlite-vec build has no SIMD (about 10x an exact numpy scan of the same rows), and FTS5
-scores every tenant's matches before the tenant filter can drop them. A tenant's slice here
-holds, for each of its memories, both vectors (lesson and source state) in one float32 matrix,
-the eligibility columns as numpy arrays and a BM25 inverted index of the same text FTS5
-indexes. A search is then one matrix-vector product, a boolean mask and a few posting lists.
+PyPI sqlite-vec build has no SIMD (about 10x an exact numpy scan of the same rows), and the
+lexical search reads one SQL row per matching memory (`situated.store.lexical`). A tenant's
+slice here holds, for each of its memories, both vectors (lesson and source state) in one
+float32 matrix, the eligibility columns as numpy arrays and a BM25 inverted index of the same
+text FTS5 holds. A search is then one matrix-vector product, a boolean mask and a few posting
+lists.
 
 Coherence: every change to a memory is a ledger event written in the same transaction as the
 change (`Store.append_event`, `Store.insert`), so the ledger is a change feed. A slice
@@ -21,7 +22,8 @@ Safety: a slice only *proposes* row ids. The records a recall uses are read back
 `Eligibility.where` to rank exactly the eligible rows, but it is not the authority.
 
 BM25 statistics are per tenant (FTS5's are global): one tenant's writes never move another
-tenant's ranking.
+tenant's ranking. The SQLite path computes the same numbers (`situated.store.lexical`, through
+`bm25_term` and `tokens` here).
 """
 
 from __future__ import annotations
@@ -82,6 +84,20 @@ def grown(rows: int) -> int:
     """Capacity for `rows` rows with room to append: an eighth more (at least 64), so a large
     slice grows in small steps instead of doubling its memory on one append."""
     return rows + max(64, rows // 8)
+
+
+def bm25_term(
+    n: int, total_len: float, df: int, tf: npt.NDArray[np.float32],
+    doc_len: npt.NDArray[np.float32],
+) -> npt.NDArray[np.float32]:
+    """One query term's BM25 contribution to the rows holding it, FTS5's formula over a
+    tenant's statistics: `n` rows, `total_len` tokens in all, `df` rows holding the term, its
+    frequency `tf` and the length `doc_len` of each (float32, the precision of both search
+    paths; `situated.store.lexical` calls this too, so the two compute the same floats)."""
+    avg = max(total_len / n, 1e-9)
+    idf = max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * doc_len / avg)
+    return np.asarray(np.float32(idf) * tf * (BM25_K1 + 1.0) / (tf + norm), dtype=np.float32)
 
 
 def tokens(text: str) -> list[str]:
@@ -299,15 +315,11 @@ class Slice:
         scores = np.zeros(self.n, dtype=np.float32)
         if not self.n:
             return scores
-        avg = max(self.total_len / self.n, 1e-9)
         for t in dict.fromkeys(terms):
             rows, tf = self.postings(t)
-            df = len(rows)
-            if not df:
-                continue
-            idf = max(math.log((self.n - df + 0.5) / (df + 0.5)), 1e-6)
-            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * self.doc_len[rows] / avg)
-            scores[rows] += np.float32(idf) * tf * (BM25_K1 + 1.0) / (tf + norm)
+            if len(rows):
+                scores[rows] += bm25_term(self.n, self.total_len, len(rows), tf,
+                                          self.doc_len[rows])
         return scores
 
     # -- the searches the store delegates (rows `elig` may read, per `mask`) ------------------

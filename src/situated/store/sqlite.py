@@ -39,6 +39,7 @@ from situated.models import (
     Validity,
     utcnow,
 )
+from situated.store import lexical as lexicon
 from situated.store.ledger import EventType, Folded, LedgerEvent, fold, replay
 from situated.store.migrations import MIGRATIONS
 from situated.store.names import claim_scope
@@ -402,6 +403,7 @@ class Store:
             "INSERT INTO memories_fts (rowid, content, state_text) VALUES (?, ?, ?)",
             (rid, rec.content, st.describe() if st else ""),
         )
+        lexicon.index(self.db, rid, sc.tenant, rec.content, st.describe() if st else "")
         self.vectors.add(rid, vectors, self._vector_meta(rid))
         self._ledger(
             EventType.PROPOSED, sc.tenant, rec.id, None, writer.name, reason,
@@ -525,6 +527,7 @@ class Store:
     def _erase_row(
         self, rid: int, memory_id: str, elig: Eligibility, actor: str, reason: str
     ) -> None:
+        lexicon.unindex(self.db, rid)  # reads the FTS row's terms, so before it goes
         self.db.execute(
             "UPDATE memories SET content = '', state_text = NULL, state_facts = NULL, "
             "action = NULL, success = NULL, reward = NULL, episode_id = NULL, step = NULL, "
@@ -841,17 +844,10 @@ class Store:
             return self._fts(terms, k, elig)
 
     def _fts(self, terms: list[str], k: int, elig: Eligibility) -> list[tuple[int, float]]:
-        """FTS5 bm25 (global statistics) joined to the gates: the path without a slice."""
-        match = " OR ".join(f'"{t}"' for t in terms)
+        """BM25 with the tenant's own statistics (`situated.store.lexical`, the resident
+        slice's numbers) over the gated rows: the path without a slice."""
         where, params = self._where(elig)
-        rows = self._all(
-            f"""SELECT f.rowid, -bm25(memories_fts) AS score FROM memories_fts f
-                JOIN memories m ON m.rid = f.rowid
-                WHERE memories_fts MATCH ? AND {where}
-                ORDER BY bm25(memories_fts) LIMIT ?""",
-            (match, *params, int(k)),
-        )
-        return [(int(r), float(s)) for r, s in rows]
+        return lexicon.search(self.db, elig.principal.tenant, terms, int(k), where, params)
 
     def search(self, query: Vector, text: str, k: int, elig: Eligibility) -> Rankings:
         """Stage 2's three rankings over the eligible rows, from the resident index when the
