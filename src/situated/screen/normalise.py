@@ -98,7 +98,8 @@ def normalise(text: str) -> Normalised:
     hidden = 0
     smuggled: tuple[str, ...] = ()
     if not text.isascii():
-        smuggled = tuple(p.text for p in disarm.decode_smuggled(text) if p.text.strip())
+        found = (p.text or "" for p in disarm.decode_smuggled(text))
+        smuggled = tuple(t for t in found if t.strip())
         kept = []
         for ch in text:
             if unicodedata.category(ch) == "Cf":
@@ -183,11 +184,14 @@ def _decodings(text: str) -> Iterator[tuple[str, str]]:
             yield "hex", replaced
             break
     rotated = codecs.encode(text, "rot13")
-    if _wordlike(rotated) >= 0.5 and _wordlike(rotated) > _wordlike(text) + 0.25:
+    score = _wordlike(rotated)
+    if score >= 0.25 and score > _wordlike(text) + 0.2:
         yield "rot13", rotated
 
 
-def _replace(text: str, pattern: re.Pattern[str], decode: Callable[[str], str | None]) -> str | None:
+def _replace(
+    text: str, pattern: re.Pattern[str], decode: Callable[[str], str | None]
+) -> str | None:
     """`text` with every match that decodes to readable text replaced by its decoding; None
     when nothing decoded."""
     changed = False
