@@ -6,8 +6,11 @@ published in PyPI packages (provenance in `model/manifest.json`, held-out figure
 
 `injection_score(text)` normalises the text (`normalise`), scores the original and each
 decoded view (`decoded_views`) and returns the highest probability. `screen(text)` returns the
-same score with what was found; `THRESHOLD` (in `model/config.json`) was chosen on the
-validation split, never on the held-out split.
+same score with what was found. The decision threshold (`threshold()`, stored in
+`model/config.json`) was chosen on the validation split (source-grouped cross-validation over
+the training sources), never on the held-out split.
+
+Not wired into the write gates yet: `screen(text).held` is the ready signal for them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from situated.errors import ModelError
-from situated.screen.features import Featuriser, FeatureSpec
+from situated.screen.features import FeatureSpec, Featuriser
 from situated.screen.normalise import decoded_views, normalise
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"
