@@ -1,0 +1,135 @@
+"""The injection classifier: a logistic regression shipped in `screen/model/`, numpy only.
+
+Built by `scripts/build_injection_model.py` from prompt-injection, jailbreak and benign text
+published in PyPI packages (provenance in `model/manifest.json`, held-out figures in
+`model/report.json`). Nothing here touches the network; the model is read on first use.
+
+`injection_score(text)` normalises the text (`normalise`), scores the original and each
+decoded view (`decoded_views`) and returns the highest probability. `screen(text)` returns the
+same score with what was found. The decision threshold (`threshold()`, stored in
+`model/config.json`) was chosen on the validation split (source-grouped cross-validation over
+the training sources), never on the held-out split.
+
+Not wired into the write gates yet: `screen(text).held` is the ready signal for them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from situated.errors import ModelError
+from situated.screen.features import FeatureSpec, Featuriser
+from situated.screen.normalise import decoded_views, normalise
+
+MODEL_DIR = Path(__file__).resolve().parent / "model"
+WEIGHTS_FILE = "injection-lr.npz"
+CONFIG_FILE = "config.json"
+
+
+@dataclass(frozen=True)
+class Screening:
+    """What the classifier made of one text."""
+
+    score: float
+    """Highest probability of injection over the original and its decoded views."""
+    held: bool
+    """`score >= threshold`: the text should be held for review."""
+    threshold: float
+    view: str
+    """The view that scored highest (`original`, `base64`, `rot13`, ...)."""
+    views: tuple[str, ...]
+    hidden_controls: int
+    folded_words: int
+
+
+class InjectionModel:
+    """A loaded classifier: feature spec, weights, bias and threshold."""
+
+    def __init__(self, folder: Path = MODEL_DIR) -> None:
+        config_path = folder / CONFIG_FILE
+        weights_path = folder / WEIGHTS_FILE
+        try:
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+            arrays = np.load(weights_path)
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"cannot read injection model in {folder}: {exc}") from exc
+        self.folder = folder
+        self.version = str(config["version"])
+        self.threshold = float(config["threshold"])
+        self.spec = FeatureSpec.from_dict(config["features"])
+        self.hash_weights: npt.NDArray[np.float32] = arrays["hash_weights"].astype(np.float32)
+        self.embed_weights: npt.NDArray[np.float32] = arrays["embed_weights"].astype(np.float32)
+        self.bias = float(arrays["bias"])
+        if self.hash_weights.shape != (self.spec.buckets,):
+            raise ModelError(
+                f"{weights_path}: {self.hash_weights.shape[0]} hash weights, "
+                f"expected {self.spec.buckets}"
+            )
+        self.featuriser = Featuriser(self.spec)
+        if self.embed_weights.shape != (self.featuriser.embedder.dim,):
+            raise ModelError(f"{weights_path}: embedding weights of the wrong size")
+
+    def probabilities(self, texts: list[str]) -> npt.NDArray[np.float64]:
+        """P(injection) of each already-normalised text, one view each."""
+        if not texts:
+            return np.zeros(0, dtype=np.float64)
+        feats = self.featuriser.features(texts)
+        logits = np.array(
+            [
+                self.bias
+                + float(np.dot(self.hash_weights[f.indices], f.values))
+                + float(np.dot(self.embed_weights, f.embedding))
+                for f in feats
+            ],
+            dtype=np.float64,
+        )
+        return 1.0 / (1.0 + np.exp(-logits))
+
+    def screen(self, text: str) -> Screening:
+        """Normalise `text`, score it and its decoded views, keep the highest score."""
+        norm = normalise(text)
+        views = decoded_views(norm)
+        probs = self.probabilities([v.text for v in views])
+        best = int(np.argmax(probs)) if probs.size else 0
+        score = float(probs[best]) if probs.size else 0.0
+        return Screening(
+            score=score, held=score >= self.threshold, threshold=self.threshold,
+            view=views[best].name, views=tuple(v.name for v in views),
+            hidden_controls=norm.hidden_controls, folded_words=norm.folded_words,
+        )
+
+
+_MODEL: InjectionModel | None = None
+_LOCK = threading.Lock()
+
+
+def load_model() -> InjectionModel:
+    """The shipped model, loaded once per process."""
+    global _MODEL
+    if _MODEL is None:
+        with _LOCK:
+            if _MODEL is None:
+                _MODEL = InjectionModel()
+    return _MODEL
+
+
+def screen(text: str) -> Screening:
+    """Screen one text with the shipped classifier (see `Screening`)."""
+    return load_model().screen(text)
+
+
+def injection_score(text: str) -> float:
+    """P(`text` is a prompt injection) in [0, 1], the maximum over its normalised original and
+    decoded views. Hold for review at or above `threshold()`."""
+    return load_model().screen(text).score
+
+
+def threshold() -> float:
+    """The shipped model's decision threshold (chosen on the validation split)."""
+    return load_model().threshold
