@@ -528,6 +528,14 @@ class Store:
         self, rid: int, memory_id: str, elig: Eligibility, actor: str, reason: str
     ) -> None:
         lexicon.unindex(self.db, rid)  # reads the FTS row's terms, so before it goes
+        # a failure's message may quote the memory (a model error echoing its prompt)
+        self.db.execute(
+            "UPDATE maintenance_failures SET error = '[erased: quoted an erased memory]' "
+            "WHERE instr(error, ?) > 0 OR EXISTS (SELECT 1 FROM memories m WHERE m.rid = ? "
+            "AND length(m.content) > 3 AND (instr(error, m.content) > 0 OR "
+            "instr(error, coalesce(m.state_text, char(0))) > 0))",
+            (memory_id, rid),
+        )
         self.db.execute(
             "UPDATE memories SET content = '', state_text = NULL, state_facts = NULL, "
             "action = NULL, success = NULL, reward = NULL, episode_id = NULL, step = NULL, "
