@@ -282,10 +282,11 @@ class Store:
         transaction, but FTS5 (3.54) keeps its view of it: bm25() then returns NULL and its
         integrity check reports a malformed index, on this connection only. A rolled-back
         write to the table makes it discard that view."""
-        self.db.execute("SAVEPOINT fts_reset")
-        self.db.execute("DELETE FROM memories_fts WHERE rowid = -1")
-        self.db.execute("ROLLBACK TO fts_reset")
-        self.db.execute("RELEASE fts_reset")
+        if self._one("SELECT 1 FROM sqlite_master WHERE name = 'memories_fts'"):  # migrated
+            self.db.execute("SAVEPOINT fts_reset")
+            self.db.execute("DELETE FROM memories_fts WHERE rowid = -1")
+            self.db.execute("ROLLBACK TO fts_reset")
+            self.db.execute("RELEASE fts_reset")
         self._fts_reset_due = False
 
     @contextmanager
