@@ -47,7 +47,7 @@ from typing import Any
 import apsw
 import pytest
 
-from situated import LifecycleState, Memory, NotFound, Principal, State
+from situated import Briefing, LifecycleState, Memory, NotFound, Principal, State
 from situated.errors import SituatedRuntimeError, StoreFailure
 from situated.write.promotion import ReviewAll
 
@@ -100,14 +100,23 @@ class Fault:
         )
 
 
-def _file_kind(flags: int) -> str:
+RECALLS = "-recalls"
+"""The recall file is `<store>-recalls` (`situated.store.recall_log`); its kinds are prefixed `r`:
+`rdb`, `rwal`, `rshm`, `rjournal`."""
+
+
+def _file_kind(name: Any, flags: int) -> str:
+    path = name.filename() if isinstance(name, apsw.URIFilename) else str(name or "")
+    recall = path.endswith((RECALLS, f"{RECALLS}-wal", f"{RECALLS}-journal"))
     if flags & apsw.SQLITE_OPEN_MAIN_DB:
-        return "db"
-    if flags & apsw.SQLITE_OPEN_WAL:
-        return "wal"
-    if flags & apsw.SQLITE_OPEN_MAIN_JOURNAL:
-        return "journal"
-    return "temp"
+        kind = "db"
+    elif flags & apsw.SQLITE_OPEN_WAL:
+        kind = "wal"
+    elif flags & apsw.SQLITE_OPEN_MAIN_JOURNAL:
+        kind = "journal"
+    else:
+        return "temp"
+    return f"r{kind}" if recall else kind
 
 
 class FaultVFS(apsw.VFS):
@@ -135,7 +144,7 @@ class FaultVFS(apsw.VFS):
 class FaultFile(apsw.VFSFile):
     def __init__(self, vfs: FaultVFS, name: Any, flags: list[int]) -> None:
         self.vfs = vfs
-        self.file = _file_kind(flags[0])
+        self.file = _file_kind(name, flags[0])
         super().__init__(BASE_VFS, name, flags)
 
     def xRead(self, amount: int, offset: int) -> bytes:
@@ -189,13 +198,15 @@ class ShmHook:
 
     def _due(self, fd: int, op: str) -> bool:
         try:
-            if not os.readlink(f"/proc/self/fd/{fd}").endswith("-shm"):
-                return False
+            target = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             return False
-        self.vfs.calls["shm", op] += 1
+        if not target.endswith("-shm"):
+            return False
+        file = "rshm" if target.endswith(f"{RECALLS}-shm") else "shm"
+        self.vfs.calls[file, op] += 1
         f = self.vfs.fault
-        if f is not None and f.due("shm", op):
+        if f is not None and f.due(file, op):
             ctypes.set_errno(ERRNOS[f.error])
             return True
         return False
@@ -233,7 +244,7 @@ class ShmHook:
 def armed(vfs: FaultVFS, shm: ShmHook, fault: Fault) -> Iterator[Fault]:
     vfs.fault = fault
     try:
-        if fault.file in ("shm", "any"):
+        if fault.file in ("shm", "rshm", "any"):
             with shm.installed():
                 yield fault
         else:
@@ -296,12 +307,14 @@ class Ctx:
 
     acked: dict[str, str] = field(default_factory=dict)
     """Memory id -> content of every memory acknowledged before the fault."""
+    recalls: dict[str, Principal] = field(default_factory=dict)
+    """Recall id -> reader of every recall acknowledged (its Briefing returned)."""
     ids: dict[str, Any] = field(default_factory=dict)
     before: dict[str, int] = field(default_factory=dict)
     """Row counts just before the armed call."""
 
     def copy(self) -> Ctx:
-        return Ctx(dict(self.acked), dict(self.ids), dict(self.before))
+        return Ctx(dict(self.acked), dict(self.recalls), dict(self.ids), dict(self.before))
 
 
 def _count(mem: Memory, sql: str, params: tuple[object, ...] = ()) -> int:
@@ -350,6 +363,14 @@ def _stored_lesson(mem: Memory, content: str) -> bool:
 
 def _ack(ctx: Ctx, rec: Any) -> None:
     ctx.acked[rec.id] = rec.content
+
+
+def _recall(mem: Memory, ctx: Ctx, **kw: Any) -> Briefing:
+    """A recall whose Briefing returned: its record must be in the recall file from now on."""
+    kw.setdefault("principal", WRITER)
+    b = mem.recall(QUERY, **kw)
+    ctx.recalls[b.recall_id] = kw["principal"]
+    return b
 
 
 def _base(mem: Memory, ctx: Ctx) -> None:
@@ -451,22 +472,23 @@ def _applied_supersede(mem: Memory, ctx: Ctx) -> bool:
 
 def _counts(mem: Memory) -> dict[str, int]:
     return {t: _count(mem, f"SELECT COUNT(*) FROM {t}")
-            for t in ("recalls", "feedback", "ledger", "memories")}
+            for t in ("recall_log.recalls", "feedback", "ledger", "memories")}
 
 
 def _run_recall(mem: Memory, ctx: Ctx) -> None:
-    mem.recall(QUERY, principal=WRITER, namespace="refunds")
+    _recall(mem, ctx, namespace="refunds")
 
 
 def _applied_recall(mem: Memory, ctx: Ctx) -> bool:
-    added = _count(mem, "SELECT COUNT(*) FROM recalls") - ctx.before["recalls"]
+    added = _count(mem, "SELECT COUNT(*) FROM recall_log.recalls") - ctx.before[
+        "recall_log.recalls"]
     assert added in (0, 1)
     return added == 1
 
 
 def _setup_feedback(mem: Memory, ctx: Ctx) -> None:
     _base(mem, ctx)
-    b = mem.recall(QUERY, principal=WRITER, namespace="refunds")
+    b = _recall(mem, ctx, namespace="refunds")
     assert b.items, "the feedback path needs a recall that served something"
     ctx.ids["recall"] = b.recall_id
     ctx.ids["served"] = [i.memory_id for i in b.items]
@@ -532,6 +554,8 @@ def _applied_revoke(mem: Memory, ctx: Ctx) -> bool:
 def _setup_erase(mem: Memory, ctx: Ctx) -> None:
     _setup_feedback(mem, ctx)
     ctx.ids["target"] = ctx.ids["served"][0]
+    assert _count(mem, "SELECT COUNT(*) FROM recall_log.recalls WHERE instr(payload, ?) > 0",
+                  (ctx.acked[ctx.ids["target"]],)), "the erase path needs a recall quoting it"
 
 
 def _run_erase(mem: Memory, ctx: Ctx) -> None:
@@ -539,15 +563,21 @@ def _run_erase(mem: Memory, ctx: Ctx) -> None:
 
 
 def _applied_erase(mem: Memory, ctx: Ctx) -> bool:
+    """The main file's part is whole or absent. The recall file is scrubbed in its own
+    transactions, before the main file's commit and again after it: a failed erasure may have
+    scrubbed the recalls already (the memory itself intact); a committed one has scrubbed them
+    (no recall here is made between the two scrubs)."""
     mid = ctx.ids["target"]
     text = ctx.acked[mid]
     done = _events(mem, mid, "erased")
     row = mem.store._all("SELECT content, state FROM memories WHERE id = ?", (mid,))[0]
     fts, vec = _indexed(mem, mid)
-    quoted = _count(mem, "SELECT COUNT(*) FROM recalls WHERE instr(payload, ?) > 0", (text,))
+    quoted = _count(mem, "SELECT COUNT(*) FROM recall_log.recalls WHERE instr(payload, ?) > 0",
+                    (text,))
     erasures = int(mem.store.meta("erasures").get("erasures", 0))
-    whole = (row == ("", "ERASED"), not fts, not vec, quoted == 0, erasures == 1)
-    assert done in (0, 1) and whole == ((bool(done),) * 5), whole
+    whole = (row == ("", "ERASED"), not fts, not vec, erasures == 1)
+    assert done in (0, 1) and whole == ((bool(done),) * 4), whole
+    assert quoted == 0 or not done, "an erased memory's text is still quoted by a recall"
     return done == 1
 
 
@@ -607,7 +637,8 @@ class Template:
 
 def _fill_wal(db: Path, frames: int, into: Path) -> None:
     """Leave `frames` frames in the WAL of `db` (commits of one meta row the store does not
-    read, never checkpointed) and copy the files, as a crash would leave them, into `into`."""
+    read, never checkpointed) and copy the files, as a crash would leave them, into `into`
+    (the recall file as it is)."""
     conn = apsw.Connection(str(db), vfs=BASE_VFS)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA wal_autocheckpoint = 0")
@@ -618,7 +649,7 @@ def _fill_wal(db: Path, frames: int, into: Path) -> None:
         n += 1
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('test_filler', ?)", (n,))
     into.mkdir()
-    for f in (db, wal):
+    for f in (db, wal, Path(f"{db}{RECALLS}")):
         shutil.copyfile(f, into / f.name)
     conn.close()
 
@@ -639,7 +670,7 @@ def template(wp: WritePath, root: Path) -> Template:
             _fill_wal(d / "store.db", wp.wal_frames, root / f"template-{len(_TEMPLATES)}-wal")
             d = root / f"template-{len(_TEMPLATES)}-wal"
         assert sorted(p.name for p in d.iterdir()) in (
-            [], ["store.db"], ["store.db", "store.db-wal"]
+            [], ["store.db", "store.db-recalls"], ["store.db", "store.db-recalls", "store.db-wal"]
         )
         _TEMPLATES[wp.name] = Template(d, ctx)
     return _TEMPLATES[wp.name]
@@ -656,6 +687,8 @@ class Tally:
     applied: int = 0
     reopened: int = 0
     acked_checked: int = 0
+    acked_recalls: int = 0
+    """... of them recalls (a recall record whose Briefing returned)."""
     lost: int = 0
     kept_working: int = 0
     crash_kept_unacked: int = 0
@@ -669,18 +702,19 @@ TALLY = Tally()
 
 
 def crash_image(db: Path, where: Path) -> Path:
-    """The store's files as a crash right now would leave them (no -shm: the next open
-    recovers the WAL index)."""
+    """The store's files, main and recall file, as a crash of the process right now would
+    leave them (no -shm: the next open recovers the WAL index)."""
     where.mkdir()
-    for suffix in ("", "-journal", "-wal"):
-        src = Path(f"{db}{suffix}")
-        if src.exists():
-            shutil.copyfile(src, where / src.name)
+    for file in ("", RECALLS):
+        for suffix in ("", "-journal", "-wal"):
+            src = Path(f"{db}{file}{suffix}")
+            if src.exists():
+                shutil.copyfile(src, where / src.name)
     return where / db.name
 
 
 def _invariants(mem: Memory) -> None:
-    """Ledger, records, full-text rows and vectors agree, row by row."""
+    """Ledger, records, full-text rows, vectors and the recall file agree, row by row."""
     checks = {
         "memory without its proposed event": """SELECT COUNT(*) FROM memories m WHERE NOT EXISTS
             (SELECT 1 FROM ledger l WHERE l.memory_id = m.id AND l.event = 'proposed')""",
@@ -692,11 +726,10 @@ def _invariants(mem: Memory) -> None:
             'ERASED' AND m.rid NOT IN (SELECT rowid FROM memories_fts)""",
         "erased memory with content": """SELECT COUNT(*) FROM memories WHERE state = 'ERASED'
             AND (content != '' OR state_text IS NOT NULL)""",
-        "recall without its event": """SELECT COUNT(*) FROM recalls r WHERE NOT EXISTS
-            (SELECT 1 FROM ledger l WHERE l.recall_id = r.id AND l.event = 'recalled')""",
-        "recalled event without its recall": """SELECT COUNT(*) FROM ledger l WHERE
-            l.event = 'recalled' AND NOT EXISTS (SELECT 1 FROM recalls r
-            WHERE r.id = l.recall_id)""",
+        "recalled event in the main ledger": """SELECT COUNT(*) FROM ledger WHERE
+            event = 'recalled'""",  # a recall row in the recall file is its event
+        "feedback without its recall": """SELECT COUNT(*) FROM feedback f WHERE NOT EXISTS
+            (SELECT 1 FROM recall_log.recalls r WHERE r.id = f.recall_id)""",
         "feedback event without its feedback": """SELECT COUNT(*) FROM ledger l WHERE
             l.event = 'feedback' AND NOT EXISTS (SELECT 1 FROM feedback f
             WHERE f.recall_id = l.recall_id)""",
@@ -715,10 +748,12 @@ def _invariants(mem: Memory) -> None:
     assert not bad, bad
 
 
-def verify(db: Path, wp: WritePath, ctx: Ctx, returned: bool, last: bool = False) -> bool:
+def verify(
+    db: Path, wp: WritePath, ctx: Ctx, returned: bool, last: bool = False, was: bool = False
+) -> bool:
     """Reopen `db` without the shim and check everything; True if the faulted write is there
     (`last`: later writes followed it; its own check and the write after reopening are
-    skipped)."""
+    skipped, `was` tells whether it was applied)."""
     mem = Memory(db, embedder="hash", resident_mb=0, **wp.options)
     try:
         assert mem.store._all("PRAGMA integrity_check") == [("ok",)]
@@ -726,7 +761,7 @@ def verify(db: Path, wp: WritePath, ctx: Ctx, returned: bool, last: bool = False
         assert health.ok, health
         assert mem.rebuild().mismatched == ()
         _invariants(mem)
-        applied = returned if last else wp.applied(mem, ctx)
+        applied = was if last else wp.applied(mem, ctx)
         assert applied or not returned, "an acknowledged write is missing"
         erased = ctx.ids.get("target") if applied and wp.run is _run_erase else None
         for mid, content in ctx.acked.items():
@@ -741,20 +776,27 @@ def verify(db: Path, wp: WritePath, ctx: Ctx, returned: bool, last: bool = False
                 raise
             assert rec.content == content
             TALLY.acked_checked += 1
+        for rid, reader in ctx.recalls.items():
+            if not mem.store._one("SELECT 1 FROM recall_log.recalls WHERE id = ?", (rid,)):
+                TALLY.lost += 1
+                raise AssertionError(f"an acknowledged recall is missing: {rid}")
+            assert mem.store.get_recall(rid, reader).id == rid  # as feedback reads it
+            TALLY.acked_checked += 1
+            TALLY.acked_recalls += 1
         if not last:
             rec = mem.add(f"Written after reopening: {uuid.uuid4().hex}", principal=WRITER)
             assert mem.inspect(rec.id, principal=ADMIN).content == rec.content
-            mem.recall(QUERY, principal=WRITER)
+            _recall(mem, ctx)
         TALLY.reopened += 1
         return applied
     finally:
         mem.close()
 
 
-def _view(mem: Memory) -> tuple[Any, ...]:
+def _view(mem: Memory, ctx: Ctx) -> tuple[Any, ...]:
     """What a reader sees: every record's state and counters, and one recall's outcome."""
     records = [(r.id, r.state, r.counters) for r in mem.list(principal=ADMIN, limit=1000)]
-    b = mem.recall(QUERY, principal=ADMIN, k=10)
+    b = _recall(mem, ctx, principal=ADMIN, k=10)
     return (records, [i.memory_id for i in b.items],
             sorted((r.memory_id, r.reason) for r in b.rejected))
 
@@ -764,25 +806,26 @@ def keep_working(f: Faulty, wp: WritePath, ctx: Ctx, db: Path) -> None:
     and its caches (resident index, role keys, vector table state) agree with a fresh reader."""
     mem = f.mem
     assert not mem.store.db.in_transaction
+    assert not mem.store.recall_log.db.in_transaction
     health = mem.health()
     assert health.ok, health
     _ack(ctx, mem.add(f"Written by the same Memory after the fault: {uuid.uuid4().hex}",
                       principal=WRITER, state=State("after the fault", facts={"plan": "annual"})))
     fresh = Memory(db, embedder="hash", resident_mb=0, **wp.options)
     try:
-        assert _view(mem) == _view(fresh)  # through the resident index (loaded before)
+        assert _view(mem, ctx) == _view(fresh, ctx)  # through the resident index (loaded before)
         budget, mem.store.resident.budget = mem.store.resident.budget, 0
-        assert _view(mem) == _view(fresh)  # through sqlite-vec and FTS5 on this connection
+        assert _view(mem, ctx) == _view(fresh, ctx)  # through sqlite-vec and FTS5 here
         mem.store.resident.budget = budget
     finally:
         fresh.close()
     TALLY.kept_working += 1
 
 
-def _warm(mem: Memory) -> None:
+def _warm(mem: Memory, ctx: Ctx) -> None:
     """Two recalls: the tenant's resident slice is loaded, role keys cached."""
     for _ in range(2):
-        mem.recall(QUERY, principal=WRITER)
+        _recall(mem, ctx)
 
 
 def one_run(wp: WritePath, tpl: Template, fault: Fault, where: Path) -> int:
@@ -808,7 +851,7 @@ def _one_run(wp: WritePath, tpl: Template, fault: Fault, where: Path) -> int:
         else:
             f = open_faulty(db, **wp.options)
             if wp.warm:
-                _warm(f.mem)
+                _warm(f.mem, ctx)
             if wp.prelude is not None:
                 wp.prelude(f.mem, ctx)
             ctx.before = _counts(f.mem)
@@ -833,6 +876,7 @@ def _one_run(wp: WritePath, tpl: Template, fault: Fault, where: Path) -> int:
     if alive:
         assert f is not None
         assert not f.mem.store.db.in_transaction, "a transaction was left open"
+        assert not f.mem.store.recall_log.db.in_transaction, "a recall file transaction was left"
     crashed = verify(crash_image(db, where / "crash"), wp, ctx.copy(), returned)
     applied = verify(db, wp, ctx, returned)  # another reader, the faulted Memory still open
     # a commit can fail after its commit frame reached the WAL (the sector padding behind it
@@ -845,7 +889,7 @@ def _one_run(wp: WritePath, tpl: Template, fault: Fault, where: Path) -> int:
         assert f is not None
         keep_working(f, wp, ctx, db)
         f.mem.close()
-        verify(db, wp, ctx, returned, last=True)  # after its close (and checkpoint)
+        verify(db, wp, ctx, returned, last=True, was=applied)  # after its close (and checkpoint)
     shutil.rmtree(where)  # kept when a check failed
     return fault.seen
 
@@ -916,22 +960,43 @@ EXTRA: dict[str, list[Cell]] = {
     "add growing the -shm": [
         Cell("shm", "write", "full", samples=2), Cell("shm", "map", "ioerr"),
     ],
+    "recall": [
+        Cell("rwal", "write", "ioerr", samples=3), Cell("rwal", "write", "full", True, samples=1),
+        Cell("rwal", "read", "ioerr", samples=2),
+    ],
+    "feedback": [
+        Cell("rdb", "read", "ioerr"), Cell("rwal", "read", "ioerr", samples=3),
+    ],
+    "erase": [
+        Cell("rwal", "write", "ioerr", samples=3), Cell("rwal", "write", "full", True, samples=1),
+        Cell("rwal", "read", "ioerr", samples=2), Cell("rdb", "read", "ioerr"),
+        Cell("rdb", "write", "ioerr", samples=2), Cell("rdb", "sync", "ioerr"),
+        Cell("rwal", "truncate", "ioerr"), Cell("wal", "truncate", "ioerr"),
+    ],
     "open": [
         Cell("shm", "truncate", "ioerr"), Cell("shm", "write", "full", True, samples=2),
         Cell("shm", "map", "ioerr"), Cell("db", "read", "ioerr", samples=3),
+        Cell("rshm", "truncate", "ioerr"), Cell("rshm", "write", "full", True, samples=1),
+        Cell("rshm", "map", "ioerr"), Cell("rdb", "read", "ioerr", samples=2),
     ],
     "close": [
         Cell("db", "write", "full", True, samples=2), Cell("db", "write", "ioerr", samples=2),
         Cell("db", "sync", "ioerr"), Cell("db", "truncate", "ioerr"),
         Cell("wal", "read", "ioerr", samples=2),
+        Cell("rdb", "write", "ioerr", samples=2), Cell("rdb", "sync", "ioerr"),
+        Cell("rdb", "truncate", "ioerr"), Cell("rwal", "read", "ioerr", samples=2),
     ],
     "create": [
         Cell("journal", "write", "ioerr"), Cell("journal", "sync", "full"),
         Cell("db", "write", "full", True, samples=3), Cell("db", "sync", "ioerr"),
+        Cell("rjournal", "write", "ioerr"), Cell("rdb", "write", "full", True, samples=2),
+        Cell("rwal", "write", "ioerr", samples=2),
     ],
 }
 """Where a path does other I/O: checkpoints write the database file, the first open of a
-file in a process sizes and maps the -shm, a new file starts with a rollback journal."""
+file in a process sizes and maps the -shm, a new file starts with a rollback journal; the
+recall file (`r` kinds) takes recall records (`recall`), is read by `feedback`, scrubbed and
+checkpointed by `erase`, opened, created and checkpointed at close like the main file."""
 
 SLOW = [
     Cell("any", "write", "full", persistent=True, samples=3),
@@ -943,8 +1008,8 @@ SLOW = [
 ]
 """Denser: a full disk on every file at once, persistent I/O errors, read errors."""
 
-EVERY_N = ["recall", "feedback"]
-"""Paths swept at every N of their WAL writes (slow)."""
+EVERY_N = {"recall": Cell("rwal", "write", "ioerr"), "feedback": Cell("wal", "write", "ioerr")}
+"""Paths swept at every N of the WAL writes of their call (slow)."""
 
 
 @pytest.fixture(scope="module")
@@ -976,7 +1041,7 @@ def test_faults(wp: WritePath, root: Path, scratch: Path) -> None:
 def test_faults_dense(wp: WritePath, root: Path, scratch: Path) -> None:
     cells = SLOW[:1] if wp.wal_frames else [*SLOW]  # their cells above are the point
     if wp.name in EVERY_N:
-        cells.append(Cell("wal", "write", "ioerr"))
+        cells.append(EVERY_N[wp.name])
     _sweep_all(wp, cells, root, scratch)
 
 
@@ -1032,7 +1097,8 @@ def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
             f"\nfault injection: {t.injected} injected faults ({t.raised} raised StoreFailure, "
             f"{t.absorbed} absorbed by SQLite) over {len(t.paths)} write paths and "
             f"{len(t.cells)} (path, file, call, error) cells, {t.runs} runs; "
-            f"{t.reopened} reopens checked, {t.acked_checked} acknowledged writes checked, "
+            f"{t.reopened} reopens checked, {t.acked_checked} acknowledged writes checked "
+            f"({t.acked_recalls} of them recalls), "
             f"{t.lost} lost; {t.kept_working} times the faulted Memory kept working; "
             f"{t.crash_kept_unacked} crash images kept a write whose call had failed (whole)"
         )
