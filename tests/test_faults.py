@@ -1102,3 +1102,28 @@ def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
             f"{t.lost} lost; {t.kept_working} times the faulted Memory kept working; "
             f"{t.crash_kept_unacked} crash images kept a write whose call had failed (whole)"
         )
+
+
+def test_erase_failing_to_read_the_recall_file_raises_store_failure(tmp_path: Path) -> None:
+    """Found by the fault runs on the recall file: a read error while erasure scrubbed the
+    recall records ended the recall file's transaction (SQLite rolls back on an I/O error),
+    and the ROLLBACK after it raised `SQLError: cannot rollback - no transaction is active`,
+    hiding the `StoreFailure`. The recall file's transaction now rolls back only if still
+    open, as the main file's does."""
+    db = tmp_path / "s.db"
+    ctx = Ctx()
+    with Memory(db, embedder="hash") as mem:
+        _setup_erase(mem, ctx)  # a recall quotes the memory to erase
+    target, text = ctx.ids["target"], ctx.acked[ctx.ids["target"]]
+    f = open_faulty(db)
+    with f.armed(Fault("rdb", "read", "ioerr", 1)) as fault, pytest.raises(StoreFailure):
+        f.mem.erase(target, principal=ADMIN, reason="asked to forget")
+    assert fault.hits == 1
+    assert not f.mem.store.recall_log.db.in_transaction
+    f.mem.erase(target, principal=ADMIN, reason="asked to forget")
+    f.mem.close()
+    with Memory(db, embedder="hash") as mem:
+        assert mem.health().ok
+        with pytest.raises(NotFound):
+            mem.inspect(target, principal=ADMIN)
+        assert text not in str(mem.store.get_recall(ctx.ids["recall"], WRITER).payload)
