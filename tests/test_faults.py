@@ -1127,3 +1127,24 @@ def test_erase_failing_to_read_the_recall_file_raises_store_failure(tmp_path: Pa
         with pytest.raises(NotFound):
             mem.inspect(target, principal=ADMIN)
         assert text not in str(mem.store.get_recall(ctx.ids["recall"], WRITER).payload)
+
+
+def test_recall_file_failures_raise_store_failure(tmp_path: Path) -> None:
+    """Pinned: a recall record failing to commit (the recall file's WAL write) raises
+    `StoreFailure`, leaves no transaction open, and the next recall is stored; a new recall
+    file failing at its creation raises `StoreFailure` (the recall file's connection
+    translates its own failures, from its first statement)."""
+    f = open_faulty(tmp_path / "s.db")
+    f.mem.add("Ask for the order number before looking up a shipment.", principal=WRITER)
+    with f.armed(Fault("rwal", "write", "ioerr", 1)) as fault, pytest.raises(StoreFailure):
+        f.mem.recall(QUERY, principal=WRITER)
+    assert fault.hits == 1
+    assert not f.mem.store.recall_log.db.in_transaction
+    b = f.mem.recall(QUERY, principal=WRITER)
+    f.mem.close()
+    with Memory(tmp_path / "s.db", embedder="hash") as mem:
+        assert mem.store.get_recall(b.recall_id, WRITER).id == b.recall_id
+    fault = Fault("rwal", "write", "ioerr", 1)
+    with pytest.raises(StoreFailure):
+        open_faulty(tmp_path / "new.db", fault)
+    assert fault.hits == 1
