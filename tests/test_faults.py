@@ -405,6 +405,8 @@ class WritePath:
     options: dict[str, Any] = field(default_factory=dict)
     wal_frames: int = 0
     """Leave this many frames in the template's WAL (a checkpoint or -shm growth is due)."""
+    recall_wal_frames: int = 0
+    """... in the recall file's WAL."""
     opens: bool = False
     """The call under fault is opening the store."""
     creates: bool = False
@@ -611,6 +613,8 @@ PATHS = [
               warm=False),
     WritePath("add growing the -shm", _run_add, _applied_add, _setup_add, wal_frames=4040,
               warm=False),
+    WritePath("recall with a checkpoint due", _run_recall, _applied_recall, _setup_feedback,
+              recall_wal_frames=990, warm=False),
     WritePath("open", lambda m, c: None, lambda m, c: True, opens=True),
     WritePath("create", lambda m, c: None, lambda m, c: True, opens=True, creates=True),
     WritePath("close", lambda m, c: m.close(), lambda m, c: True, closes=True,
@@ -635,21 +639,30 @@ class Template:
         return where / "store.db"
 
 
-def _fill_wal(db: Path, frames: int, into: Path) -> None:
+def _fill_wal(db: Path, frames: int, into: Path, recalls: bool = False) -> None:
     """Leave `frames` frames in the WAL of `db` (commits of one meta row the store does not
-    read, never checkpointed) and copy the files, as a crash would leave them, into `into`
-    (the recall file as it is)."""
-    conn = apsw.Connection(str(db), vfs=BASE_VFS)
+    read, never checkpointed; `recalls`: of the recall file, toggling a space after the actor
+    of its first record, left as it was) and copy the files, as a crash would leave them,
+    into `into`."""
+    file = Path(f"{db}{RECALLS}") if recalls else db
+    conn = apsw.Connection(str(file), vfs=BASE_VFS)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA wal_autocheckpoint = 0")
     conn.execute("PRAGMA synchronous = OFF")
-    wal = Path(f"{db}-wal")
+    wal = Path(f"{file}-wal")
     n = 0
-    while not wal.exists() or (wal.stat().st_size - 32) // (4096 + 24) < frames:
+    toggle = "UPDATE recalls SET actor = ? WHERE seq = (SELECT MIN(seq) FROM recalls)"
+    actor = str(conn.execute("SELECT actor FROM recalls ORDER BY seq").fetchall()[0][0]
+                ) if recalls else ""
+    while not wal.exists() or (wal.stat().st_size - 32) // (4096 + 24) < frames or n % 2:
         n += 1
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('test_filler', ?)", (n,))
+        if recalls:
+            conn.execute(toggle, (actor + " " * (n % 2),))
+        else:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('test_filler', ?)",
+                         (n,))
     into.mkdir()
-    for f in (db, wal, Path(f"{db}{RECALLS}")):
+    for f in (db, Path(f"{db}{RECALLS}"), wal):
         shutil.copyfile(f, into / f.name)
     conn.close()
 
@@ -666,11 +679,13 @@ def template(wp: WritePath, root: Path) -> Template:
             mem = Memory(d / "store.db", embedder="hash", **wp.options)
             wp.setup(mem, ctx)
             mem.close()
-        if wp.wal_frames:
-            _fill_wal(d / "store.db", wp.wal_frames, root / f"template-{len(_TEMPLATES)}-wal")
+        if wp.wal_frames or wp.recall_wal_frames:
+            _fill_wal(d / "store.db", wp.wal_frames or wp.recall_wal_frames,
+                      root / f"template-{len(_TEMPLATES)}-wal", recalls=bool(wp.recall_wal_frames))
             d = root / f"template-{len(_TEMPLATES)}-wal"
         assert sorted(p.name for p in d.iterdir()) in (
-            [], ["store.db", "store.db-recalls"], ["store.db", "store.db-recalls", "store.db-wal"]
+            [], ["store.db", "store.db-recalls"], ["store.db", "store.db-recalls", "store.db-wal"],
+            ["store.db", "store.db-recalls", "store.db-recalls-wal"],
         )
         _TEMPLATES[wp.name] = Template(d, ctx)
     return _TEMPLATES[wp.name]
@@ -962,7 +977,11 @@ EXTRA: dict[str, list[Cell]] = {
     ],
     "recall": [
         Cell("rwal", "write", "ioerr", samples=3), Cell("rwal", "write", "full", True, samples=1),
-        Cell("rwal", "read", "ioerr", samples=2),
+    ],
+    "recall with a checkpoint due": [
+        Cell("rwal", "write", "ioerr", samples=2), Cell("rwal", "read", "ioerr", samples=2),
+        Cell("rdb", "write", "ioerr", samples=2), Cell("rdb", "write", "full", True, samples=1),
+        Cell("rdb", "sync", "ioerr"), Cell("rwal", "sync", "ioerr"),
     ],
     "feedback": [
         Cell("rdb", "read", "ioerr"), Cell("rwal", "read", "ioerr", samples=3),
@@ -1039,7 +1058,8 @@ def test_faults(wp: WritePath, root: Path, scratch: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("wp", PATHS, ids=[p.name for p in PATHS])
 def test_faults_dense(wp: WritePath, root: Path, scratch: Path) -> None:
-    cells = SLOW[:1] if wp.wal_frames else [*SLOW]  # their cells above are the point
+    checkpoint_due = wp.wal_frames or wp.recall_wal_frames
+    cells = SLOW[:1] if checkpoint_due else [*SLOW]  # their cells above are the point
     if wp.name in EVERY_N:
         cells.append(EVERY_N[wp.name])
     _sweep_all(wp, cells, root, scratch)
@@ -1087,23 +1107,6 @@ def test_fts_after_a_failure_inside_its_write(root: Path, scratch: Path) -> None
         assert one_run(wp, tpl, Fault("wal", "write", "ioerr", n), scratch / "runs" / f"fts-{n}")
 
 
-def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    """The totals over this module's runs (the numbers quoted in the README)."""
-    t = TALLY
-    assert t.lost == 0
-    assert t.injected == t.raised + t.absorbed
-    with capsys.disabled():
-        print(
-            f"\nfault injection: {t.injected} injected faults ({t.raised} raised StoreFailure, "
-            f"{t.absorbed} absorbed by SQLite) over {len(t.paths)} write paths and "
-            f"{len(t.cells)} (path, file, call, error) cells, {t.runs} runs; "
-            f"{t.reopened} reopens checked, {t.acked_checked} acknowledged writes checked "
-            f"({t.acked_recalls} of them recalls), "
-            f"{t.lost} lost; {t.kept_working} times the faulted Memory kept working; "
-            f"{t.crash_kept_unacked} crash images kept a write whose call had failed (whole)"
-        )
-
-
 def test_erase_failing_to_read_the_recall_file_raises_store_failure(tmp_path: Path) -> None:
     """Found by the fault runs on the recall file: a read error while erasure scrubbed the
     recall records ended the recall file's transaction (SQLite rolls back on an I/O error),
@@ -1148,3 +1151,19 @@ def test_recall_file_failures_raise_store_failure(tmp_path: Path) -> None:
     with pytest.raises(StoreFailure):
         open_faulty(tmp_path / "new.db", fault)
     assert fault.hits == 1
+
+def test_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    """The totals over this module's runs (the numbers quoted in the README)."""
+    t = TALLY
+    assert t.lost == 0
+    assert t.injected == t.raised + t.absorbed
+    with capsys.disabled():
+        print(
+            f"\nfault injection: {t.injected} injected faults ({t.raised} raised StoreFailure, "
+            f"{t.absorbed} absorbed by SQLite) over {len(t.paths)} write paths and "
+            f"{len(t.cells)} (path, file, call, error) cells, {t.runs} runs; "
+            f"{t.reopened} reopens checked, {t.acked_checked} acknowledged writes checked "
+            f"({t.acked_recalls} of them recalls), "
+            f"{t.lost} lost; {t.kept_working} times the faulted Memory kept working; "
+            f"{t.crash_kept_unacked} crash images kept a write whose call had failed (whole)"
+        )
