@@ -614,7 +614,7 @@ PATHS = [
     WritePath("add growing the -shm", _run_add, _applied_add, _setup_add, wal_frames=4040,
               warm=False),
     WritePath("recall with a checkpoint due", _run_recall, _applied_recall, _setup_feedback,
-              recall_wal_frames=990, warm=False),
+              recall_wal_frames=998, warm=False),
     WritePath("open", lambda m, c: None, lambda m, c: True, opens=True),
     WritePath("create", lambda m, c: None, lambda m, c: True, opens=True, creates=True),
     WritePath("close", lambda m, c: m.close(), lambda m, c: True, closes=True,
