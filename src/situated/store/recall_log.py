@@ -19,12 +19,13 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import apsw
 
-from situated.errors import StoreBusy
+from situated.errors import StoreBusy, StoreFailure
+from situated.store.failures import Cursor, stored
 
 BUSY_TIMEOUT_MS = 10_000
 BUSY_RETRIES = 8
@@ -63,16 +64,26 @@ class RecallLog:
 
     def __init__(self, store_path: str) -> None:
         self.path = path_for(store_path)
-        self.db = apsw.Connection(self.path)
-        self.db.setbusytimeout(BUSY_TIMEOUT_MS)
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        self.db.execute("PRAGMA secure_delete = ON")
-        with self.transaction():
-            self.db.execute(SCHEMA)
+        with stored(self.path):
+            self.db = apsw.Connection(self.path)
+        self.db.cursor_factory = Cursor  # storage failures raise StoreFailure, like the store's
+        try:
+            self.db.setbusytimeout(BUSY_TIMEOUT_MS)
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self.db.execute("PRAGMA secure_delete = ON")
+            with self.transaction():
+                self.db.execute(SCHEMA)
+        except BaseException:
+            with suppress(StoreFailure):  # the first failure is the one raised
+                self.close()
+            raise
 
     def close(self) -> None:
-        self.db.close()
+        """Close the connection (closed even when this raises: its checkpoint of the WAL
+        failed, and the next open recovers it)."""
+        with stored(self.path):
+            self.db.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -87,11 +98,11 @@ class RecallLog:
                 time.sleep(0.05 * (2**attempt) * (0.5 + random.random()))
         try:
             yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        else:
             self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:  # an I/O error or a full disk may have ended it
+                self.db.execute("ROLLBACK")
+            raise
 
     def save(self, row: tuple[Any, ...]) -> None:
         """Insert one recall row (columns as in `COLUMNS`)."""

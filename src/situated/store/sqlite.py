@@ -40,6 +40,8 @@ from situated.models import (
     utcnow,
 )
 from situated.store import lexical as lexicon
+from situated.store.failures import Cursor as _Cursor
+from situated.store.failures import stored as _stored
 from situated.store.ledger import EventType, Folded, LedgerEvent, fold, replay
 from situated.store.migrations import MIGRATIONS
 from situated.store.names import claim_scope
@@ -76,69 +78,6 @@ _COLUMNS = (
     "successes failures exposures policy_version supersedes superseded_by fingerprint proposed_by"
 ).split()
 _SELECT = ", ".join(f"m.{c}" for c in _COLUMNS)
-
-
-_STORAGE_ERRORS = (
-    apsw.IOError, apsw.FullError, apsw.CorruptError, apsw.NotADBError, apsw.CantOpenError
-)
-
-
-def _failure(path: str, exc: apsw.Error) -> StoreFailure:
-    code: int = getattr(exc, "extendedresult", 0) or getattr(exc, "result", 0) or 0
-    name = str(
-        apsw.mapping_extended_result_codes.get(code)
-        or apsw.mapping_result_codes.get(code)
-        or type(exc).__name__
-    )
-    return StoreFailure(f"database {path}: {exc} ({name})", name)
-
-
-@contextmanager
-def _stored(path: str) -> Iterator[None]:
-    """SQLite's storage failures (I/O error, disk full, corruption) as `StoreFailure`."""
-    try:
-        yield
-    except _STORAGE_ERRORS as exc:
-        raise _failure(path, exc) from exc
-
-
-class _Cursor(apsw.Cursor):
-    """Every statement of the store's connection: storage failures become `StoreFailure`
-    wherever SQLite reports them (preparing, stepping, fetching)."""
-
-    def execute(
-        self, statements: str, bindings: apsw.Bindings | None = None, **kw: Any
-    ) -> apsw.Cursor:
-        try:
-            return super().execute(statements, bindings, **kw)
-        except _STORAGE_ERRORS as exc:
-            raise _failure(self.connection.filename, exc) from exc
-
-    def executemany(
-        self, statements: str, sequenceofbindings: Iterable[apsw.Bindings], **kw: Any
-    ) -> apsw.Cursor:
-        try:
-            return super().executemany(statements, sequenceofbindings, **kw)
-        except _STORAGE_ERRORS as exc:
-            raise _failure(self.connection.filename, exc) from exc
-
-    def fetchall(self) -> list[apsw.SQLiteValues]:
-        try:
-            return super().fetchall()
-        except _STORAGE_ERRORS as exc:
-            raise _failure(self.connection.filename, exc) from exc
-
-    def fetchone(self) -> Any | None:
-        try:
-            return super().fetchone()
-        except _STORAGE_ERRORS as exc:
-            raise _failure(self.connection.filename, exc) from exc
-
-    def __next__(self) -> Any:
-        try:
-            return super().__next__()
-        except _STORAGE_ERRORS as exc:
-            raise _failure(self.connection.filename, exc) from exc
 
 
 @dataclass(frozen=True)
@@ -188,8 +127,7 @@ class Store:
             self.db.execute("PRAGMA secure_delete = ON")  # freed pages hold no erased text
             self._migrate()
             with _stored(self.path):
-                self.recall_log = RecallLog(self.path)
-            self.recall_log.db.cursor_factory = _Cursor
+                self.recall_log = RecallLog(self.path)  # translates its own failures
             self.db.execute(f"ATTACH DATABASE ? AS {RECALLS}", (self.recall_log.path,))
             self._move_legacy_recalls()
             self.vectors = SqliteVecIndex(self.db)
@@ -214,8 +152,7 @@ class Store:
                 self.db.close()
         finally:
             if log is not None:
-                with _stored(self.path):
-                    log.close()
+                log.close()
 
     def _move_legacy_recalls(self) -> None:
         """Recall records written into the main file before `m008` move to the recall file
@@ -293,10 +230,11 @@ class Store:
         transaction, but FTS5 (3.54) keeps its view of it: bm25() then returns NULL and its
         integrity check reports a malformed index, on this connection only. A rolled-back
         write to the table makes it discard that view."""
-        self.db.execute("SAVEPOINT fts_reset")
-        self.db.execute("DELETE FROM memories_fts WHERE rowid = -1")
-        self.db.execute("ROLLBACK TO fts_reset")
-        self.db.execute("RELEASE fts_reset")
+        if self._one("SELECT 1 FROM sqlite_master WHERE name = 'memories_fts'"):  # migrated
+            self.db.execute("SAVEPOINT fts_reset")
+            self.db.execute("DELETE FROM memories_fts WHERE rowid = -1")
+            self.db.execute("ROLLBACK TO fts_reset")
+            self.db.execute("RELEASE fts_reset")
         self._fts_reset_due = False
 
     @contextmanager
