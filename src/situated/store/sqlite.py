@@ -768,6 +768,7 @@ class Store:
              json.dumps(list(rec.served)), _payload_json(rec.payload), principal_key(reader),
              int(reader.clearance)),
         )
+        self._role_key_cache.pop(f"recalls\x00{rec.tenant}", None)  # a new role set, maybe
         self._ledger(
             EventType.RECALLED, rec.tenant, None, rec.id, reader.name, "",
             {"mode": rec.mode, "served": list(rec.served),
