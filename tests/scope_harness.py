@@ -36,16 +36,12 @@ import situated.store.sqlite
 from situated import (
     Authority,
     Briefing,
-    Classification,
     FeedbackConflict,
     InvalidInput,
     Memory,
-    NotFound,
-    PermissionDenied,
     Principal,
     SituatedError,
     State,
-    UsageError,
 )
 from situated.cli import app
 from situated.errors import SupersessionWarning
@@ -79,6 +75,8 @@ def _principal(tenant: str, roles: Sequence[str], level: str, name: str) -> Prin
 ACME = [
     ("pub", (), "public"),
     ("sup", ("support",), "internal"),
+    ("supc", ("support",), "confidential"),
+    ("anyr", (), "restricted"),
     ("bil", ("billing",), "confidential"),
     ("sb", ("support", "billing"), "restricted"),
     ("rev", ("reviewer", "support"), "internal"),
@@ -180,6 +178,7 @@ class Mem:
     valid_from: float
     valid_until: float
     recorded_at: float
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -226,7 +225,7 @@ def snapshot(db: Any) -> Snap:
         mems[d["id"]] = Mem(
             d["rid"], d["id"], d["tenant"], d["namespace"], frozenset(json.loads(d["roles"])),
             int(d["classification"]), d["state"], d["consent"], d["valid_from"],
-            d["valid_until"], d["recorded_at"],
+            d["valid_until"], d["recorded_at"], d["superseded_by"],
         )
     tables: dict[str, dict[Any, tuple[Any, ...]]] = {
         "memories": {r[1]: r for r in mem_rows},
@@ -343,9 +342,20 @@ class Runner:
         self.cli = CliRunner()
         self.transcript: Transcript | None = None
         self.watch: Callable[[Principal], bool] = lambda p: False
+        self._snap_key: object = None
+        self._snap = snapshot(self.db)
 
     def close(self) -> None:
         self.mem.close()
+
+    def snap(self) -> Snap:
+        """The store now; re-read only when some connection changed it (this connection's
+        change count, or `data_version` for the others: the CLI)."""
+        version = self.db.execute("PRAGMA data_version").fetchone()
+        key = (self.db.total_changes(), version)
+        if key != self._snap_key:
+            self._snap, self._snap_key = snapshot(self.db), key
+        return self._snap
 
     # -- the frame of one operation --------------------------------------------------------
 
@@ -416,6 +426,14 @@ class Runner:
                 ok = self._change_ok(table, key, old, new, who, before, after, erased)
                 if not ok:
                     self.leak(path, who, f"changed out-of-scope {table} row {key!r}")
+        for mid, m in after.mems.items():
+            was = before.mems.get(mid)
+            if m.superseded_by and (was is None or was.superseded_by != m.superseded_by):
+                new = after.mems.get(m.superseded_by)
+                if new is None or (new.tenant, new.namespace, new.roles, new.cls) != (
+                        m.tenant, m.namespace, m.roles, m.cls):
+                    self.leak(path, who, f"{mid} superseded by {m.superseded_by} of another "
+                              "scope")
         for table in set(after.rows) - set(before.rows):
             if failed or not write:
                 if after.rows[table]:
@@ -477,14 +495,14 @@ class Runner:
         records_recall: bool = False,
     ) -> tuple[Any, BaseException | None]:
         """Call, then check the output (ids, texts, exact expectations) and the changes."""
-        before = snapshot(self.db)
+        before = self.snap()
         out: Any = None
         err: BaseException | None = None
         try:
             out = call()
         except SituatedError as exc:
             err = exc
-        after = snapshot(self.db)
+        after = self.snap()
         text = error_text(err) if err is not None else text_of(out)
         self.scan(path, who, text, set(inputs), after)
         self.changes(path, who, before, after, write=write,
@@ -507,14 +525,14 @@ class Runner:
         """A call naming an out-of-scope id must fail exactly as one naming no id at all."""
         fresh = ("mem_" if target.startswith("mem_") else "rc_") + hashlib.sha256(
             f"absent{self.index}".encode()).hexdigest()[:16]
-        before = snapshot(self.db)
+        before = self.snap()
         try:
             call(fresh)
             other = "no error"
         except SituatedError as exc:
             other = error_text(exc).replace(fresh, "<id>")
         seen = "no error" if err is None else error_text(err).replace(target, "<id>")
-        self.changes(path + "(absent)", who, before, snapshot(self.db), write=False,
+        self.changes(path + "(absent)", who, before, self.snap(), write=False,
                      failed=True)
         self.tally.probes += 1
         if seen != other:
