@@ -36,7 +36,6 @@ import situated.store.sqlite
 from situated import (
     Authority,
     Briefing,
-    FeedbackConflict,
     InvalidInput,
     Memory,
     Principal,
@@ -435,9 +434,8 @@ class Runner:
                     self.leak(path, who, f"{mid} superseded by {m.superseded_by} of another "
                               "scope")
         for table in set(after.rows) - set(before.rows):
-            if failed or not write:
-                if after.rows[table]:
-                    self.leak(path, who, f"created {table}")
+            if (failed or not write) and after.rows[table]:
+                self.leak(path, who, f"created {table}")
 
     def _change_ok(
         self, table: str, key: Any, old: dict[Any, Any], new: dict[Any, Any], who: Principal,
@@ -561,6 +559,6 @@ def _around(text: str, needle: str) -> str:
 
 __all__ = [
     "CONSENTS", "KEYS", "NAMESPACES", "PRINCIPALS", "ROLES", "STEP", "T0", "WORDS", "Config",
-    "FeedbackConflict", "Runner", "Snap", "Tally", "Transcript", "World", "dominates",
+    "Runner", "Snap", "Tally", "Transcript", "World", "dominates", "dump", "error_text",
     "frozen", "snapshot",
 ]

@@ -52,6 +52,34 @@ def test_feedback_events_do_not_name_a_recall_the_reader_may_not_see(tmp_path: P
     assert theirs.recall_id in repr(mem.history(shared.id, principal=root))
 
 
+
+def _train(mem: Memory, who: Principal, s: State, n: int = 32) -> None:
+    """Recalls with feedback enough for the learned reconstructor to fit (`MIN_LABELLED`)."""
+    for i in range(n):
+        b = mem.recall(s, principal=who)
+        mem.feedback(b.recall_id, principal=who, success=bool(i % 2),
+                     used=[x.memory_id for x in b.items])
+    mem.maintain()
+
+
+def test_stats_show_calibration_only_to_who_may_see_every_labelled_recall(
+    tmp_path: Path,
+) -> None:
+    """`stats().calibration` of the learned reconstructor counts the examples it was fitted
+    on, every labelled recall of the tenant: a principal that could see none of them (their
+    recaller was restricted) read their number."""
+    mem = Memory(tmp_path / "m.db", embedder="hash", reconstructor="learned")
+    root = Principal("acme", roles={"billing", "support"}, clearance="restricted")
+    s = State("annual customer wants a refund", facts={"plan": "annual"})
+    mem.add("Annual plans get a prorated refund.", principal=SUPPORT, state=s)
+    mem.add("Refund the merger account in full.", principal=root, state=s, roles=["billing"],
+            classification="restricted")
+    _train(mem, root, s)
+    assert mem.stats(principal=root).calibration is not None
+    assert mem.stats(principal=SUPPORT).recalls == 0
+    assert mem.stats(principal=SUPPORT).calibration is None
+
+
 # -- side channels found and left open here (other changes own them): strict xfails, so each
 # -- fails the day it is fixed and its mask in `test_scope_suite.KNOWN_OPEN` can go
 
@@ -148,3 +176,25 @@ def test_stats_do_not_count_failures_of_recalls_out_of_scope(tmp_path: Path) -> 
     mem.recall(s, principal=root)
     assert mem.stats(principal=root).maintenance_failures == {"reconstructor:flaky": 1}
     assert mem.stats(principal=SUPPORT).maintenance_failures == {}
+
+
+
+@pytest.mark.xfail(strict=True, reason="the learned reconstructor is fitted per tenant")
+def test_learned_confidence_ignores_feedback_out_of_scope(tmp_path: Path) -> None:
+    """The learned reconstructor is fitted on every labelled recall of the tenant, so the
+    confidence a principal sees in `explain` moves with feedback on recalls it may not see
+    (made by a restricted principal). Fitting per scope, or on what every reader may see, is
+    a design decision left open."""
+    out = []
+    root = Principal("acme", roles={"billing", "support"}, clearance="restricted")
+    s = State("annual customer wants a refund", facts={"plan": "annual"})
+    for noisy in (False, True):
+        mem = Memory(tmp_path / f"m{noisy}.db", embedder="hash", reconstructor="learned")
+        mem.add("Annual plans get a prorated refund.", principal=SUPPORT, state=s)
+        if noisy:
+            mem.add("Refund the merger account in full.", principal=root, state=s,
+                    roles=["billing"], classification="restricted")
+            _train(mem, root, s)
+        out.append(_scrub_ids(mem.recall(s, principal=SUPPORT).explain()))
+        mem.close()
+    assert out[0] == out[1]

@@ -1047,6 +1047,9 @@ class Memory:
             calibration=asdict(cal)
             if isinstance(self.reconstructor, LearnedReconstructor)
             and (cal := self.reconstructor.calibration_for(t)) is not None
+            # fitted on every labelled recall of the tenant: its counts are shown only to a
+            # principal that may see all of them
+            and fb >= self.store.count_labelled_recalls(t, SYSTEM)
             else None,
         )
 

@@ -883,6 +883,11 @@ class Store:
             )
         ]
 
+    def count_labelled_recalls(self, tenant: str, scope: System) -> int:
+        """How many of the tenant's recalls have feedback (what `labelled_recalls` returns)."""
+        row = self._one("SELECT COUNT(*) FROM feedback WHERE tenant = ?", (tenant,))
+        return int(row[0]) if row else 0
+
     def feedback_tenants(self, scope: System) -> list[str]:
         return [str(r[0]) for r in self._all("SELECT DISTINCT tenant FROM feedback")]
 
