@@ -80,6 +80,17 @@ def test_stats_show_calibration_only_to_who_may_see_every_labelled_recall(
     assert mem.stats(principal=SUPPORT).calibration is None
 
 
+
+def test_stats_do_not_tell_whether_anyone_else_used_the_store(tmp_path: Path) -> None:
+    """`stats().embedder` was None until the first write or recall of any tenant bound the
+    store's embedder: a tenant's stats told whether another tenant had used the store."""
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    before = mem.stats(principal=SUPPORT)
+    mem.add("A lesson of another tenant.", principal=Principal("globex"))
+    assert mem.stats(principal=SUPPORT) == before
+    assert before.embedder == mem.embedder.model_ref
+
+
 # -- side channels found and left open here (other changes own them): strict xfails, so each
 # -- fails the day it is fixed and its mask in `test_scope_suite.KNOWN_OPEN` can go
 

@@ -1041,7 +1041,9 @@ class Memory:
             recalls=int(recalls),
             feedback=int(fb),
             ledger_events=self.store.count_events(elig),
-            embedder=self.store.embedder_ref(),
+            # this store's embedder, bound by its first write or recall (before then, the one
+            # that write will bind: whether anyone used the store is not the caller's to know)
+            embedder=self.store.embedder_ref() or self.embedder.model_ref,
             reconstructor=f"{self.reconstructor.name}@{self.reconstructor.version}",
             maintenance_failures=self.store.failures(principal),
             calibration=asdict(cal)
