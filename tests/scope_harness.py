@@ -45,6 +45,7 @@ from situated import (
 from situated.cli import app
 from situated.errors import SupersessionWarning
 from situated.learning.lifecycle import LifecycleRules
+from situated.names import skeleton
 from situated.write.gates import WritePolicy
 
 ROLES = ("support", "billing", "admin", "reviewer")
@@ -187,9 +188,21 @@ class Snap:
     mems: dict[str, Mem]
     rows: dict[str, dict[Any, tuple[Any, ...]]]
     recall_scope: dict[str, tuple[str, frozenset[str], int]]
-    events: list[tuple[int, str, str | None, frozenset[str], int]]
-    """(seq, tenant, memory_id, role_key roles, clearance) of every ledger row."""
+    events: list[tuple[int, str, str | None, frozenset[str], int, float]]
+    """(seq, tenant, memory_id, role_key roles, clearance, at) of every ledger row, then of
+    every recall record (its `recalled` event: no memory id, its own seq)."""
     rid_id: dict[int, str]
+
+    def look_alike(self, kind: str, scope: str, name: str) -> bool:
+        """Whether a different name of this kind and scope with the same confusable skeleton
+        is taken (`situated.store.names`: a write claiming `name` is refused)."""
+        key = skeleton(name)
+        return any(k == kind and s == scope and n != name and r[3] == key
+                   for (k, s, n), r in self.rows["names"].items())
+
+    def tenant_taken(self, p: Principal) -> bool:
+        """Whether a write by `p` is refused because its tenant looks like another's."""
+        return self.look_alike("tenant", "", p.tenant)
 
     def readable(self, p: Principal, mid: str) -> bool:
         m = self.mems.get(mid)
@@ -229,12 +242,18 @@ def snapshot(db: Any) -> Snap:
     tables: dict[str, dict[Any, tuple[Any, ...]]] = {
         "memories": {r[1]: r for r in mem_rows},
         "ledger": {r[0]: r for r in rows("SELECT * FROM ledger")},
-        "recalls": {r[0]: r for r in rows("SELECT * FROM recalls")},
+        # a recall record is also its `recalled` ledger event, in the recall file
+        "recalls": {r[1]: r for r in rows("SELECT * FROM recall_log.recalls")},
+        "recalls_legacy": {r[0]: r for r in rows("SELECT * FROM main.recalls_legacy")},
         "feedback": {r[0]: r for r in rows("SELECT * FROM feedback")},
         "memory_utility": {(r[0], r[1]): r for r in rows("SELECT * FROM memory_utility")},
         "vectors": {r[0]: r for r in rows("SELECT * FROM vectors")},
         "fts": {r[0]: r for r in rows("SELECT rowid, content, state_text FROM memories_fts")},
         "failures": {r[0]: r for r in rows("SELECT * FROM maintenance_failures")},
+        "lexicon_postings": {r[:3]: r for r in rows("SELECT * FROM lexicon_postings")},
+        "lexicon_docs": {r[0]: r for r in rows("SELECT * FROM lexicon_docs")},
+        "lexicon_stats": {r[0]: r for r in rows("SELECT * FROM lexicon_stats")},
+        "names": {r[:3]: r for r in rows("SELECT kind, scope, name, skeleton FROM names")},
     }
     with contextlib.suppress(Exception):  # before the first vector, no vec tables
         tables["vec_meta"] = {r[0]: r for r in rows(
@@ -243,11 +262,15 @@ def snapshot(db: Any) -> Snap:
         )}
     recall_scope = {
         r[0]: (r[1], _roles_of_key(r[2]), int(r[3]))
-        for r in rows("SELECT id, tenant, role_key, clearance FROM recalls")
+        for r in rows("SELECT id, tenant, role_key, clearance FROM recall_log.recalls")
     }
     events = [
-        (int(r[0]), str(r[1]), r[2], _roles_of_key(r[3]), int(r[4]))
-        for r in rows("SELECT seq, tenant, memory_id, role_key, clearance FROM ledger")
+        (int(r[0]), str(r[1]), r[2], _roles_of_key(r[3]), int(r[4]), float(r[5]))
+        for r in rows("SELECT seq, tenant, memory_id, role_key, clearance, at FROM main.ledger")
+    ] + [
+        (int(r[0]), str(r[1]), None, _roles_of_key(r[2]), int(r[3]), float(r[4]))
+        for r in rows("SELECT seq, tenant, role_key, clearance, at FROM recall_log.recalls "
+                      "WHERE legacy = 0")
     ]
     return Snap(mems, tables, recall_scope, events, {m.rid: m.id for m in mems.values()})
 
@@ -350,8 +373,10 @@ class Runner:
     def snap(self) -> Snap:
         """The store now; re-read only when some connection changed it (this connection's
         change count, or `data_version` for the others: the CLI)."""
-        version = self.db.execute("PRAGMA data_version").fetchone()
-        key = (self.db.total_changes(), version)
+        log = self.mem.store.recall_log.db  # the recall file: its own writer connection
+        key = (self.db.total_changes(), log.total_changes(),
+               self.db.execute("PRAGMA main.data_version").fetchone(),
+               self.db.execute("PRAGMA recall_log.data_version").fetchone())
         if key != self._snap_key:
             self._snap, self._snap_key = snapshot(self.db), key
         return self._snap
@@ -449,8 +474,16 @@ class Runner:
 
         if table == "memories":
             return mem_ok(key)
-        if table in ("vectors", "fts", "vec_meta"):
+        if table in ("vectors", "fts", "vec_meta", "lexicon_docs"):
             return rid_ok(int(key))
+        if table == "lexicon_postings":
+            return key[0] == who.tenant and rid_ok(int(key[2]))
+        if table == "lexicon_stats":
+            return key == who.tenant  # the writer's tenant's own document counts
+        if table == "names":  # claimed by a write of the caller's tenant, never a look-alike
+            kind, scope, name = key
+            mine = name == who.tenant if kind == "tenant" else scope == who.tenant
+            return key not in old and mine and not before.look_alike(kind, scope, name)
         if table == "memory_utility":
             return mem_ok(key[0])
         if table == "ledger":
@@ -467,9 +500,9 @@ class Runner:
             if erased is None:
                 return False
             o, n = old[key], new[key]
-            same_cols = o[:7] == n[:7] and o[8:] == n[8:]  # the payload (column 8) may be scrubbed
-            return same_cols and set(_ID.findall(o[7])) - {erased} == set(
-                _ID.findall(n[7])) - {erased}
+            same_cols = o[:8] == n[:8] and o[9:] == n[9:]  # the payload (column 9) may be scrubbed
+            return same_cols and set(_ID.findall(o[8])) - {erased} == set(
+                _ID.findall(n[8])) - {erased}
         if table == "feedback":
             return key not in old and after.sees_recall(who, key)
         if table == "failures":
