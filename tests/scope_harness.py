@@ -90,7 +90,12 @@ ADVERSARIAL_TENANTS = (
     "acme\u200b", " acme", "acme\u00a0", "\u202eemca",
 )
 """Look-alikes of `acme`: case, punctuation, spaces, accents, full-width and Cyrillic letters,
-a zero-width space, a right-to-left override; some the model folds into `acme` itself."""
+a zero-width space, a right-to-left override. The name rule (`situated.names`) refuses the
+spaces and the invisible characters (no principal), folds the full-width one into `acme`
+itself; of the rest, those with `acme`'s confusable skeleton (`Acme`, `ACME`, Cyrillic) are
+refused at their first write when another tenant of that skeleton wrote first (the expected
+outcome: `Snap.tenant_taken`), and `acme-`, `acme.`, `acme_`, `acme2`, `acmé` are tenants of
+their own."""
 
 
 def build_principals() -> list[Principal]:

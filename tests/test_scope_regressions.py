@@ -3,6 +3,7 @@ minimal test through the public API that failed before its fix."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -104,21 +105,27 @@ def _scrub_ids(text: str) -> str:
     return re.sub(r"\b(?:mem|rc)_[0-9a-f]{16}\b", "<id>", text)
 
 
-@pytest.mark.xfail(strict=True, reason="FTS5 bm25 statistics span the whole file (wt-lexical)")
-def test_lexical_scores_ignore_other_tenants_on_the_sqlite_path(tmp_path: Path) -> None:
-    """On the SQLite search path the lexical score in `explain` moves with another tenant's
-    writes: FTS5's bm25 takes its row count, average length and document frequencies from the
-    whole file."""
+@pytest.mark.parametrize("resident_mb", [0, 64])
+def test_lexical_scores_ignore_other_tenants(tmp_path: Path, resident_mb: float) -> None:
+    """The lexical score in `explain` does not move with another tenant's writes: both search
+    paths score BM25 with the searching tenant's own statistics (`store/lexical.py`; FTS5's
+    bm25 took its row count, average length and document frequencies from the whole file)."""
     out = []
     for noisy in (False, True):
-        mem = Memory(tmp_path / f"m{noisy}.db", embedder="hash", resident_mb=0)
-        mem.add("Annual plans get a prorated refund.", principal=SUPPORT)
+        mem = Memory(tmp_path / f"m{noisy}{resident_mb}.db", embedder="hash",
+                     resident_mb=resident_mb)
+        mem.store.resident.load_after = 1
+        for text in ("Annual plans get a prorated refund.",
+                     "Monthly plans renew on the first day of the month.",
+                     "Shipping delays are reported to the carrier desk."):
+            mem.add(text, principal=SUPPORT)
         if noisy:
-            other = Principal("Acme", roles={"support"})
+            other = Principal("globex", roles={"support"})
             for i in range(5):
                 mem.add(f"Refund rule {i} for plans of another tenant.", principal=other)
         out.append(_scrub_ids(_explain(mem, SUPPORT)))
         mem.close()
+    assert re.search(r"lexical=(?!0\.000)\d", out[0]), out[0]  # the words count
     assert out[0] == out[1]
 
 

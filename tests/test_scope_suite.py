@@ -1200,9 +1200,11 @@ KNOWN_OPEN = {
                   "the events a caller sees count the events it may not see "
                   "(test_scope_regressions.py::test_ledger_seq_does_not_count_other_scopes)",
     "bm25 statistics": "lexical scores (and so rankings, relevance and `explain`) take their "
-                       "statistics from rows the caller may not read: the whole file on the "
-                       "SQLite path, the whole tenant on the resident one "
-                       "(test_scope_regressions.py::test_lexical_scores_ignore_*)",
+                       "statistics from the whole tenant on both search paths, rows the "
+                       "caller may not read included (per tenant since store/lexical.py: "
+                       "test_scope_regressions.py::test_lexical_scores_ignore_other_tenants "
+                       "passes; ::test_lexical_scores_ignore_other_scopes_of_the_tenant is "
+                       "the open xfail)",
     "float noise": "the resident index's float32 similarities (`Slice.similarities`, a BLAS "
                    "product) differ in the last bit with the number of rows in the tenant's "
                    "slice, which can flip the order of two equally similar memories; and "
