@@ -1083,12 +1083,17 @@ class Memory:
             recalls=int(recalls),
             feedback=int(fb),
             ledger_events=self.store.count_events(elig),
-            embedder=self.store.embedder_ref(),
+            # this store's embedder, bound by its first write or recall (before then, the one
+            # that write will bind: whether anyone used the store is not the caller's to know)
+            embedder=self.store.embedder_ref() or self.embedder.model_ref,
             reconstructor=f"{self.reconstructor.name}@{self.reconstructor.version}",
             maintenance_failures=self.store.failures(principal),
             calibration=asdict(cal)
             if isinstance(self.reconstructor, LearnedReconstructor)
             and (cal := self.reconstructor.calibration_for(t)) is not None
+            # fitted on every labelled recall of the tenant: its counts are shown only to a
+            # principal that may see all of them
+            and fb >= self.store.count_labelled_recalls(t, SYSTEM)
             else None,
         )
 

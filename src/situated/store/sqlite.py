@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -711,7 +711,9 @@ class Store:
         newest_first: bool = False,
     ) -> list[LedgerEvent]:
         """Ledger rows matching `where` (which must carry the reader's scope). The ids a
-        `recalled` event lists are cut to the memories `reader` may inspect."""
+        `recalled` event lists are cut to the memories `reader` may inspect; an event about a
+        memory the reader may read that came from a recall it may not see (feedback on
+        another principal's recall) keeps its effect but not that recall's id."""
         order = "DESC" if newest_first else "ASC"
         lim = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit else ""
         rows = self._all(
@@ -732,6 +734,17 @@ class Store:
         ]
         if isinstance(reader, System):
             return events
+        cited = list({ev.recall_id for ev in events if ev.recall_id and ev.memory_id})
+        if cited:
+            rwhere, rparams = self._recall_where(reader)
+            seen = {str(r[0]) for r in self._all(
+                f"SELECT id FROM {RECALLS}.recalls WHERE id IN ({marks(cited)}) AND {rwhere}",
+                (*cited, *rparams),
+            )}
+            events = [
+                ev if ev.recall_id is None or ev.memory_id is None or ev.recall_id in seen
+                else replace(ev, recall_id=None) for ev in events
+            ]
         listed = {i for ev in events for i in ev.data.get("served", ())}
         if not listed:
             return events
@@ -971,6 +984,11 @@ class Store:
                 (tenant,),
             )
         ]
+
+    def count_labelled_recalls(self, tenant: str, scope: System) -> int:
+        """How many of the tenant's recalls have feedback (what `labelled_recalls` returns)."""
+        row = self._one("SELECT COUNT(*) FROM feedback WHERE tenant = ?", (tenant,))
+        return int(row[0]) if row else 0
 
     def feedback_tenants(self, scope: System) -> list[str]:
         return [str(r[0]) for r in self._all("SELECT DISTINCT tenant FROM feedback")]
