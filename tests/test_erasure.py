@@ -37,7 +37,7 @@ def test_no_erased_text_in_any_file_after_erase(tmp_path: Path, resident_mb: flo
     for name in (n for n in WORDS if n.islower()):
         assert name.encode() in _bytes(db).lower()  # the test can see the text before
     with mem.store.transaction():  # a model failure that quoted the memory
-        mem.store.record_failure("reconstructor:llm", f"bad output for: {SECRET}", "acme")
+        mem.store.record_failure("reconstructor:llm", f"bad output for: {SECRET}", keep.id)
     mem.erase(gone.id, principal=ADMIN, reason="data subject request")
     raw = _bytes(db)
     for word in (SECRET, *WORDS):

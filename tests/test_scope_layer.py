@@ -18,6 +18,7 @@ EXEMPT = {
     # writes of a new row (the writer is checked by `check_write` inside) or derived data
     "insert", "set_analysis", "_ledger", "_rid", "_vector_meta", "_role_keys",
     "_move_legacy_recalls", "rebuild", "orphans", "integrity", "_erase_row",
+    "record_failure",  # reads a memory's scope only to label the failure row; returns nothing
 }
 
 

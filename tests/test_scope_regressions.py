@@ -169,11 +169,10 @@ def test_ledger_seq_does_not_count_other_scopes(tmp_path: Path) -> None:
     assert out[0] == out[1]
 
 
-@pytest.mark.xfail(strict=True, reason="maintenance_failures carry a tenant, not a scope")
 def test_stats_do_not_count_failures_of_recalls_out_of_scope(tmp_path: Path) -> None:
-    """A reconstructor failure during a restricted principal's recall (on a restricted memory)
-    is counted in the `stats` of every principal of the tenant: `maintenance_failures` rows
-    carry the tenant only, so `stats` cannot cut them to the caller's scope."""
+    """A reconstructor failure on a restricted memory (during a restricted principal's recall)
+    is counted only in the `stats` of principals who may read that memory: a failure carries
+    the scope of the memory it is about (m009)."""
     from situated.errors import ModelError
     from situated.recall.reconstruct.rules import RulesReconstructor
 

@@ -36,7 +36,7 @@ def run_maintenance(
     demoted: list[str] = []
     archived: list[str] = []
     failures: list[str] = []
-    for mid, tenant, state, c in store.lifecycle_candidates(SYSTEM):
+    for mid, _tenant, state, c in store.lifecycle_candidates(SYSTEM):
         try:
             with store.transaction():
                 if state == LifecycleState.ACTIVE.value:
@@ -62,5 +62,5 @@ def run_maintenance(
             log.error("maintenance failed for %s", msg)
             failures.append(msg)
             with store.transaction():
-                store.record_failure("maintenance", msg, tenant)
+                store.record_failure("maintenance", msg, mid)
     return MaintenanceReport(tuple(demoted), tuple(archived), tuple(failures))

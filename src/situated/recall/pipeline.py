@@ -280,7 +280,7 @@ def _reconstruct(
     except ModelError as exc:
         with store.transaction():
             store.record_failure(
-                f"reconstructor:{reconstructor.name}", str(exc), item.record.scope.tenant
+                f"reconstructor:{reconstructor.name}", str(exc), item.record.id
             )
         recon = RulesReconstructor().reconstruct(item)
         return replace(

@@ -284,3 +284,16 @@ def m006_tenant_lexicon(db: apsw.Connection) -> None:
         """
     )
     lexical.reindex(db)
+
+
+@migration
+def m009_scoped_failures(db: apsw.Connection) -> None:
+    """A maintenance failure about a memory carries that memory's scope, so `stats` shows it
+    only to principals who may read the memory. Failures recorded before keep their tenant and
+    are shown to its restricted-cleared principals."""
+    db.execute(
+        """
+        ALTER TABLE maintenance_failures ADD COLUMN role_key TEXT NOT NULL DEFAULT '';
+        ALTER TABLE maintenance_failures ADD COLUMN classification INTEGER NOT NULL DEFAULT 3;
+        """
+    )

@@ -935,17 +935,33 @@ class Store:
 
     # -- maintenance ------------------------------------------------------------------------
 
-    def record_failure(self, component: str, error: str, tenant: str | None = None) -> None:
-        """Count a failure loudly (`health`; `stats` of `tenant` when it concerns one)."""
+    def record_failure(self, component: str, error: str, memory_id: str | None = None) -> None:
+        """Count a failure loudly: `health` shows every one; `stats` shows one about a memory
+        to the principals who may read that memory (it carries the memory's scope)."""
+        about = None if memory_id is None else self._one(
+            "SELECT tenant, role_key, classification FROM memories WHERE id = ?", (memory_id,)
+        )
+        tenant, role, level = about if about is not None else (None, "", 3)
         self.db.execute(
-            "INSERT INTO maintenance_failures (at, component, error, tenant) VALUES (?, ?, ?, ?)",
-            (utcnow(), component, error[:2000], tenant),
+            "INSERT INTO maintenance_failures (at, component, error, tenant, role_key, "
+            "classification) VALUES (?, ?, ?, ?, ?, ?)",
+            (utcnow(), component, error[:2000], tenant, role, level),
         )
 
     def failures(self, scope: Principal | System) -> dict[str, int]:
-        """Failures by component: every one for `SYSTEM` (health), else the principal's
-        tenant's."""
-        where, params = ("1", ()) if isinstance(scope, System) else ("tenant = ?", (scope.tenant,))
+        """Failures by component: every one for `SYSTEM` (health), else those about memories
+        the principal may read (the memory rule of `store.scope`: roles held, clearance)."""
+        if isinstance(scope, System):
+            where, params = "1", []
+        else:
+            keys = held_keys(scope, [
+                str(r[0]) for r in self._all(
+                    "SELECT DISTINCT role_key FROM maintenance_failures WHERE tenant = ?",
+                    (scope.tenant,),
+                )
+            ])
+            where = f"tenant = ? AND classification <= ? AND role_key IN ({marks(keys)})"
+            params = [scope.tenant, int(scope.clearance), *keys]
         return {
             str(c): int(n)
             for c, n in self.db.execute(
