@@ -636,8 +636,9 @@ class Script:
                 return None if isinstance(err, NotFound) else f"unseen memory: {err!r}"
             if err is not None:
                 return f"unexpected {error_text(err)}"
-            want = [e[0] for e in b.events if e[2] == mid]
-            got = [e.seq for e in out]
+            # the memory's own events, numbered from 1 (no file-wide sequence to count gaps in)
+            want = [(n, e[5]) for n, e in enumerate((e for e in b.events if e[2] == mid), 1)]
+            got = [(e.seq, e.at) for e in out]
             return None if got == want else f"history {got}, expected {want}"
 
         _, err = r.probe("history", who, lambda: call(mid), write=False, inputs=[mid],
@@ -697,8 +698,11 @@ class Script:
         def expect(out: Any, err: BaseException | None, b: Snap, a: Snap) -> str | None:
             if err is not None:
                 return f"unexpected {error_text(err)}"
-            want = expected_events(b, who)[offset:offset + limit]
-            got = [e.seq for e in out]
+            seen = expected_events(b, who)
+            # newest first, each numbered by its position among the events `who` may see
+            want = [(len(seen) - offset - i, at, mid)
+                    for i, (at, _, mid) in enumerate(seen[offset:offset + limit])]
+            got = [(e.seq, e.at, e.memory_id) for e in out]
             return None if got == want else f"ledger {got}, expected {want}"
 
         r.probe("ledger", who, lambda: r.mem.ledger(principal=who, limit=limit, offset=offset),
@@ -760,7 +764,9 @@ class Script:
                     want = expected_stats(b, who)
                     got = {k: rows[0][k] for k in want}
                 elif cmd == "ledger":
-                    want, got = expected_events(b, who)[:100], [x["seq"] for x in rows]
+                    seen = expected_events(b, who)
+                    want = [(len(seen) - i, mid) for i, (_, _, mid) in enumerate(seen[:100])]
+                    got = [(x["seq"], x.get("memory_id")) for x in rows]
                 else:
                     want = expected_list(b, who, None, None)[:100 if cmd == "list" else None]
                     got = [x["id"] for x in rows]
@@ -901,19 +907,19 @@ def expected_list(b: Snap, who: Principal, ns: str | None, states: list[str] | N
                      and row.state in wanted and (ns is None or row.namespace == ns)})
 
 
-def expected_events(b: Snap, who: Principal) -> list[int]:
-    """The seqs of the events `ledger` may show `who`, newest first (by time, then seq: the
-    main ledger's and the recall file's events interleaved)."""
+def expected_events(b: Snap, who: Principal) -> list[tuple[float, int, str | None]]:
+    """(time, file seq, memory id) of the events `ledger` may show `who`, newest first (by
+    time, then seq: the main ledger's and the recall file's events interleaved)."""
     seen = []
     for seq, tenant, mid, roles, level, at in b.events:
         if tenant != who.tenant:
             continue
         if mid is not None:
             if b.inspectable(who, mid):
-                seen.append((at, seq))
+                seen.append((at, seq, mid))
         elif roles <= who.roles and level <= who.clearance:
-            seen.append((at, seq))
-    return [seq for _, seq in sorted(seen, reverse=True)]
+            seen.append((at, seq, mid))
+    return sorted(seen, key=lambda e: (e[0], e[1]), reverse=True)
 
 
 def expected_stats(b: Snap, who: Principal) -> dict[str, Any]:

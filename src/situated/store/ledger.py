@@ -44,6 +44,8 @@ class LedgerEvent:
     """One append-only ledger row."""
 
     seq: int
+    """Order: the file-wide sequence for maintenance; for a caller, the event's position among
+    the events it may see (`Store.ledger`), or within the memory's own events (`history`)."""
     at: float
     event: EventType
     tenant: str

@@ -651,11 +651,16 @@ class Store:
     def history(
         self, memory_id: str, elig: Eligibility, known_at: float | None = None
     ) -> list[LedgerEvent]:
-        """The events of one eligible memory, oldest first (up to `known_at` when set)."""
+        """The events of one eligible memory, oldest first (up to `known_at` when set); `seq`
+        numbers them from 1 (the memory's own sequence: nothing about other events)."""
         self.get(memory_id, elig)  # eligibility check; raises NotFound
         if known_at is None:
-            return self._events("memory_id = ?", (memory_id,), elig.principal)
-        return self._events("memory_id = ? AND at <= ?", (memory_id, known_at), elig.principal)
+            events = self._events("memory_id = ?", (memory_id,), elig.principal)
+        else:
+            events = self._events(
+                "memory_id = ? AND at <= ?", (memory_id, known_at), elig.principal
+            )
+        return [replace(ev, seq=n) for n, ev in enumerate(events, 1)]
 
     def _visible_events(self, elig: Eligibility) -> tuple[str, list[object]]:
         """Ledger rows the principal may see: events of eligible memories, and events of
@@ -672,11 +677,14 @@ class Store:
         self, elig: Eligibility, limit: int = 100, offset: int = 0
     ) -> list[LedgerEvent]:
         """Recent ledger events the principal may see, newest first: the main ledger's and
-        the `recalled` events of the recall file (one per recall record), merged by time."""
-        sql, params = self._ledger_union(elig, "seq, at, event, tenant, memory_id, "
-                                         "recall_id, actor, reason, data")
+        the `recalled` events of the recall file (one per recall record), merged by time.
+        An event's `seq` is its position among the events this principal may see (the
+        file-wide sequence would count, by its gaps, the events of other scopes)."""
+        sql, params = self._ledger_union(elig, "ROW_NUMBER() OVER (ORDER BY at, seq, src), at, "
+                                         "event, tenant, memory_id, recall_id, actor, reason, "
+                                         "data")
         rows = self._all(
-            f"{sql} ORDER BY at DESC, seq DESC LIMIT ? OFFSET ?", (*params, limit, offset)
+            f"SELECT * FROM ({sql}) ORDER BY 1 DESC LIMIT ? OFFSET ?", (*params, limit, offset)
         )
         return self._event_rows(rows, elig.principal)
 
@@ -690,13 +698,13 @@ class Store:
         where, params = self._visible_events(elig)
         rwhere, rparams = self._recall_where(elig.principal)
         recalled = (
-            "seq, at, 'recalled' AS event, tenant, NULL AS memory_id, id AS recall_id, actor, "
-            "'' AS reason, json_object('mode', mode, 'served', json(served), 'rejected', "
+            "1 AS src, seq, at, 'recalled' AS event, tenant, NULL AS memory_id, id AS recall_id, "
+            "actor, '' AS reason, json_object('mode', mode, 'served', json(served), 'rejected', "
             "rejected) AS data"
         )
         return (
-            f"SELECT {columns} FROM (SELECT seq, at, event, tenant, memory_id, recall_id, "
-            f"actor, reason, data FROM ledger WHERE tenant = ? AND {where} "
+            f"SELECT {columns} FROM (SELECT 0 AS src, seq, at, event, tenant, memory_id, "
+            f"recall_id, actor, reason, data FROM ledger WHERE tenant = ? AND {where} "
             f"UNION ALL SELECT {recalled} FROM {RECALLS}.recalls WHERE legacy = 0 AND {rwhere})",
             [elig.principal.tenant, *params, *rparams],
         )
