@@ -3,13 +3,15 @@ a connection of the store: the main file's and the recall file's (`recall_log`).
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import apsw
 
-from situated.errors import StoreFailure
+from situated.errors import StoreBusy, StoreFailure
 
 STORAGE_ERRORS = (
     apsw.IOError, apsw.FullError, apsw.CorruptError, apsw.NotADBError, apsw.CantOpenError
@@ -72,3 +74,20 @@ class Cursor(apsw.Cursor):
             return super().__next__()
         except STORAGE_ERRORS as exc:
             raise failure(self.connection.filename, exc) from exc
+
+
+BUSY_RETRIES = 8
+"""Attempts at the write lock beyond the busy timeout, with jittered exponential backoff."""
+
+
+def begin_immediate(db: apsw.Connection, label: str) -> None:
+    """Take `db`'s write lock up front (`BEGIN IMMEDIATE`), retried while another writer holds
+    it; `StoreBusy` naming `label` when it stays locked."""
+    for attempt in range(BUSY_RETRIES):
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            return
+        except apsw.BusyError:
+            if attempt == BUSY_RETRIES - 1:
+                raise StoreBusy(f"{label} stayed locked") from None
+            time.sleep(0.05 * (2**attempt) * (0.5 + random.random()))

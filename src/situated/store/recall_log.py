@@ -16,19 +16,16 @@ lists the rows here beside the main ledger's events, under the same scope rule.
 from __future__ import annotations
 
 import json
-import random
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import apsw
 
-from situated.errors import StoreBusy, StoreFailure
-from situated.store.failures import Cursor, stored
+from situated.errors import StoreFailure
+from situated.store.failures import Cursor, begin_immediate, stored
 
 BUSY_TIMEOUT_MS = 10_000
-BUSY_RETRIES = 8
 ALIAS = "recall_log"
 """The schema name under which the store's connection sees this file."""
 
@@ -88,14 +85,7 @@ class RecallLog:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """An IMMEDIATE transaction on the recall file, retried while busy."""
-        for attempt in range(BUSY_RETRIES):
-            try:
-                self.db.execute("BEGIN IMMEDIATE")
-                break
-            except apsw.BusyError:
-                if attempt == BUSY_RETRIES - 1:
-                    raise StoreBusy(f"recall file {self.path} stayed locked") from None
-                time.sleep(0.05 * (2**attempt) * (0.5 + random.random()))
+        begin_immediate(self.db, f"recall file {self.path}")
         try:
             yield
             self.db.execute("COMMIT")

@@ -10,8 +10,6 @@ transactions with a busy timeout and bounded retries, so several processes may w
 from __future__ import annotations
 
 import json
-import random
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -23,7 +21,7 @@ import msgspec
 from pydantic import BaseModel
 
 from situated.embed.base import Vector
-from situated.errors import EmbedderMismatch, InvalidInput, NotFound, StoreBusy, StoreFailure
+from situated.errors import EmbedderMismatch, InvalidInput, NotFound, StoreFailure
 from situated.models import (
     Authority,
     Classification,
@@ -41,6 +39,7 @@ from situated.models import (
 )
 from situated.store import lexical as lexicon
 from situated.store.failures import Cursor as _Cursor
+from situated.store.failures import begin_immediate
 from situated.store.failures import stored as _stored
 from situated.store.ledger import EventType, Folded, LedgerEvent, fold, replay
 from situated.store.migrations import MIGRATIONS
@@ -69,7 +68,6 @@ from situated.store.scope import (
 from situated.store.vectors import SqliteVecIndex, VectorMeta, load_extension
 
 BUSY_TIMEOUT_MS = 10_000
-BUSY_RETRIES = 8
 
 _COLUMNS = (
     "rid id tenant namespace kind content state_text state_facts state_unknown action success "
@@ -193,14 +191,7 @@ class Store:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
-        for attempt in range(BUSY_RETRIES):
-            try:
-                self.db.execute("BEGIN IMMEDIATE")
-                break
-            except apsw.BusyError:
-                if attempt == BUSY_RETRIES - 1:
-                    raise StoreBusy(f"database {self.path} stayed locked") from None
-                time.sleep(0.05 * (2**attempt) * (0.5 + random.random()))
+        begin_immediate(self.db, f"database {self.path}")
         self._writing = True
         try:
             if self._fts_reset_due:
