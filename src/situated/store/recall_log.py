@@ -122,10 +122,6 @@ class RecallLog:
                 )
         return len(rows)
 
-    def checkpoint(self) -> None:
-        """Copy the WAL into the file and truncate it (after an erasure)."""
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
 
 COLUMNS = (
     "id", "tenant", "at", "namespace", "state_hash", "mode", "served", "payload", "role_key",

@@ -488,18 +488,15 @@ class Store:
         actor: str,
         reason: str,
         data: dict[str, Any],
-        reader: Principal | None = None,
     ) -> None:
-        """One ledger row. An event about a memory takes that memory's scope; one about a
-        recall (`reader`: who recalled) takes the scope of its reader (`scope.recall_where`)."""
-        role, level = ("", 0) if reader is None else (
-            principal_key(reader), int(reader.clearance)
-        )
+        """One ledger row. Its own scope columns keep their defaults (restricted, `admin`):
+        every row written here concerns a memory and is shown under that memory's scope; a
+        `recalled` event is a row of the recall file (`store.recall_log`)."""
         self.db.execute(
-            "INSERT INTO ledger (at, event, tenant, memory_id, recall_id, actor, reason, data, "
-            "role_key, clearance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ledger (at, event, tenant, memory_id, recall_id, actor, reason, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (utcnow(), event.value, tenant, memory_id, recall_id, actor, reason,
-             json.dumps(data, sort_keys=True, default=str), role, level),
+             json.dumps(data, sort_keys=True, default=str)),
         )
 
     def _rid(self, memory_id: str) -> int:
