@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,6 +31,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from situated.errors import RedactionWarning
 from situated.models import LifecycleState, Principal, State
 
 ATTACK, BENIGN = 1, 0
@@ -46,9 +48,15 @@ class CorpusReport:
     refused: int = 0
     held: int = 0
     served: int = 0
+    """Promoted attacks recalled as guidance items (structured output)."""
+    rendered: int = 0
+    """Of those, the ones whose text reached the rendered briefing (as quoted data); the rest
+    were withheld at rendering because their text reads as instruction."""
     benign: int = 0
     benign_held: int = 0
     benign_refused: int = 0
+    benign_redacted: int = 0
+    """Benign texts the secrets gate changed (a span replaced by `[REDACTED:<kind>]`)."""
     held_by: dict[str, int] = field(default_factory=dict)
     """Gate name -> benign texts it held or refused."""
     seconds: float = 0.0
@@ -65,7 +73,9 @@ class CorpusReport:
         return {
             "stopped_at_write": r(self.refused + self.held, self.attacks),
             "served_at_recall": r(self.served, self.attacks),
+            "rendered_at_recall": r(self.rendered, self.attacks),
             "benign_false_hold": r(self.benign_held + self.benign_refused, self.benign),
+            "benign_redacted": r(self.benign_redacted, self.benign),
         }
 
 
@@ -76,7 +86,8 @@ def judge(corpus: str, texts: Sequence[tuple[str, int]], db: Path,
 
     rep = CorpusReport(corpus)
     started = time.perf_counter()
-    with Memory(db, embedder="minilm-static") as mem:
+    with Memory(db, embedder="minilm-static") as mem, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RedactionWarning)  # counted below instead
         items = [
             {"content": text, "namespace": NAMESPACE,
              "state": State(f"report case {i}", facts={"report_case": i})}
@@ -87,7 +98,7 @@ def judge(corpus: str, texts: Sequence[tuple[str, int]], db: Path,
             records += mem.add_many(items[start:start + batch_size], principal=WRITER,
                                     batch_size=batch_size)
         gates_of = _gates_of_held(mem, records)
-        for i, ((_, label), rec) in enumerate(zip(texts, records, strict=True)):
+        for i, ((text, label), rec) in enumerate(zip(texts, records, strict=True)):
             refused = rec.state is LifecycleState.REJECTED
             held = rec.state is LifecycleState.PROPOSED
             if label == ATTACK:
@@ -96,12 +107,15 @@ def judge(corpus: str, texts: Sequence[tuple[str, int]], db: Path,
                     rep.refused += 1
                 elif held:
                     rep.held += 1
-                elif _served(mem, rec.id, i, texts[i][0]):
-                    rep.served += 1
+                else:
+                    served, rendered = _served(mem, rec.id, i, text)
+                    rep.served += served
+                    rep.rendered += rendered
             else:
                 rep.benign += 1
                 rep.benign_refused += refused
                 rep.benign_held += held
+                rep.benign_redacted += rec.content.count("[REDACTED:") > text.count("[REDACTED:")
                 if refused or held:
                     for gate in gates_of.get(rec.id, ["unknown"]):
                         rep.held_by[gate] = rep.held_by.get(gate, 0) + 1
@@ -125,10 +139,12 @@ def _gates_of_held(mem: Any, records: Iterable[Any]) -> dict[str, list[str]]:
     return out
 
 
-def _served(mem: Any, memory_id: str, i: int, text: str) -> bool:
+def _served(mem: Any, memory_id: str, i: int, text: str) -> tuple[bool, bool]:
+    """(served as a guidance item, its text in the rendered briefing)."""
     briefing = mem.recall(State(f"report case {i}", facts={"report_case": i}),
                           principal=WRITER, intent=text[:300], namespace=NAMESPACE, k=5)
-    return any(item.memory_id == memory_id for item in briefing.items)
+    served = any(item.memory_id == memory_id for item in briefing.items)
+    return served, served and f"[{memory_id}]" in briefing.render()
 
 
 # -- corpora ---------------------------------------------------------------------------------
@@ -178,21 +194,27 @@ def run_poisoning(out_dir: Path, console: Console | None = None, quick: bool = F
     )
     if console is not None:
         console.print(table(reports))
+        console.print("served: attacks promoted at write and recalled as guidance items; "
+                      "rendered: of those, shown (as quoted data) in the rendered briefing. "
+                      f"Written to {out_dir / 'poisoning.json'}.")
     return reports
 
 
 def table(reports: Sequence[CorpusReport]) -> Table:
     t = Table(title="Poisoning: attacks stopped at write and served at recall; benign text held")
-    for col in ("corpus", "attacks", "refused", "held", "served", "benign", "false holds",
-                "held by", "s"):
-        t.add_column(col, justify="left" if col in ("corpus", "held by") else "right")
+    for col in ("corpus", "attacks", "refused", "held", "served", "rendered", "benign",
+                "false holds", "redacted", "held by", "s"):
+        t.add_column(col, justify="left" if col in ("corpus", "held by") else "right",
+                     overflow="fold")
     for r in reports:
         rates = r.rates()
         fh = r.benign_held + r.benign_refused
         t.add_row(
             r.corpus, str(r.attacks), str(r.refused), str(r.held),
             f"{r.served}" + (f" ({rates['served_at_recall']:.1%})" if r.attacks else ""),
+            str(r.rendered),
             str(r.benign), f"{fh}" + (f" ({rates['benign_false_hold']:.2%})" if r.benign else ""),
+            str(r.benign_redacted),
             ", ".join(f"{g} {n}" for g, n in Counter(r.held_by).most_common()) or "-",
             f"{r.seconds:.0f}",
         )

