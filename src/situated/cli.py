@@ -13,6 +13,7 @@ import json
 import math
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
@@ -1058,8 +1059,23 @@ def demo(
     run_demo(Console(highlight=False), settings.embedder or DEFAULT_EMBEDDER, keep=keep)
 
 
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """situated's own warnings as one line on stderr (`warning: ...`), others as Python does."""
+    from situated.errors import SituatedWarning
+
+    if issubclass(category, SituatedWarning):
+        print(f"warning: {message}", file=sys.stderr)
+    else:
+        _python_warning(message, category, filename, lineno, file, line)
+
+
+_python_warning = warnings.showwarning
+
+
 def main() -> None:
     """The `situated` console script."""
+    warnings.showwarning = _warning_line
     app(prog_name="situated")
 
 
