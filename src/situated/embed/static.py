@@ -66,7 +66,7 @@ class StaticEmbedder(Embedder):
     name = "minilm-static"
     version = "1"  # bump whenever the shipped model is rebuilt with different vectors
     dim = 256
-    relevance_floor = 0.381
+    relevance_floor: float | None = 0.381
     """Measured by `scripts/calibrate_relevance.py` (95% of related LoCoMo pairs reach it, 38%
     of unrelated ones do); another model folder has none until measured."""
 
