@@ -936,6 +936,10 @@ def eval_(
 ) -> None:
     """Run the Memory Decision Scorecard: every arm on the same scenarios, paired, with plots;
     then the poisoning report."""
+    from situated.errors import SituatedWarning
+
+    # scenario memories are written to be imperfect (no source state, PII): not the user's
+    warnings.simplefilter("ignore", SituatedWarning)
     if ctx.invoked_subcommand is not None:
         return
     from situated.eval import LLMAgent, parse_arms, parse_seeds, run_eval
