@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from situated.errors import InvalidInput
@@ -141,10 +142,12 @@ DATA_HEADER = (
 """The fixed first line of every text and markdown rendering (and the json's `header`)."""
 
 
+@lru_cache(maxsize=4096)
 def unsafe_text(text: str) -> bool:
     """True when `text` claims authority or instructs the agent: the safety patterns
     (`situated.safety.injection_findings`, over the normalised text and its decoded
-    views) or the injection classifier (`situated.screen`)."""
+    views) or the injection classifier (`situated.screen`). Cached (the same memories are
+    served again and again); `recall.analysis.clear_text_caches` empties it on erasure."""
     from situated.screen import screen
     from situated.screen.surfaces import view_findings
 
