@@ -1,0 +1,206 @@
+"""The HTTP API: a thin FastAPI shell over `situated.service`.
+
+Every route needs `Authorization: Bearer <key>`; the key alone names the principal (no request
+field can name a tenant, roles or clearance: request bodies forbid unknown fields). Routes are
+plain functions, run in FastAPI's thread pool, each one `Service` call. The MCP server is
+mounted at `/mcp` (streamable HTTP) behind the same keys. OpenAPI at `/openapi.json`, the docs
+page at `/docs`.
+"""
+
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Header, Path, Query, Request
+from fastapi.responses import StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from situated.http.errors import ERROR_RESPONSES, Unauthenticated, install
+from situated.http.limits import MAX_BODY_BYTES, BodyLimit, KeyGuard
+from situated.models import Principal
+from situated.service import Service
+from situated.service.models import (
+    AddManyRequest,
+    AddRequest,
+    BriefingDoc,
+    EraseRequest,
+    ErasedDoc,
+    EventDoc,
+    FeedbackDoc,
+    FeedbackRequest,
+    HealthDoc,
+    LearnRequest,
+    ListQuery,
+    MaintenanceDoc,
+    MemoryDoc,
+    PendingDoc,
+    RecallRequest,
+    RejectDecision,
+    ReviewDecision,
+    RevokedDoc,
+    RevokeRequest,
+    StateName,
+    StatsDoc,
+)
+
+SESSION_HEADER = "X-Situated-Session"
+_bearer = HTTPBearer(auto_error=False, description="An API key: `situated keys create`.")
+
+MemoryId = Annotated[str, Path(description="A memory id (`mem_...`).", max_length=64)]
+Session = Annotated[
+    str | None,
+    Header(alias=SESSION_HEADER, max_length=200,
+           description="Names a session for inferred feedback (optional)."),
+]
+
+
+def create_app(
+    service: Service, *, mcp: bool = True, max_body: int = MAX_BODY_BYTES,
+    host: str = "127.0.0.1",
+) -> FastAPI:
+    """The ASGI app over `service` (`mcp`: mount the MCP server at `/mcp`; `host`: the
+    address served, for the MCP transport's DNS-rebinding protection)."""
+    mcp_server = None
+    if mcp:
+        from situated.mcp_server import build_server, http_handler, http_principal
+
+        mcp_server = build_server(service, http_principal(service))
+        mcp_handler = http_handler(mcp_server, host)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if mcp_server is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
+
+    app = FastAPI(
+        title="situated",
+        summary="Experience memory for LLM agents, compiled at recall.",
+        version="0.1.0",
+        lifespan=lifespan,
+        responses=ERROR_RESPONSES,
+    )
+    install(app)
+
+    def principal(
+        creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> Principal:
+        if creds is None:
+            raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
+        who = service.principal_for(creds.credentials)
+        if who is None:
+            raise Unauthenticated("unknown or revoked API key")
+        return who
+
+    Who = Annotated[Principal, Depends(principal)]
+
+    @app.post("/v1/memories", tags=["write"], summary="Propose a memory")
+    def add(who: Who, req: AddRequest, session: Session = None) -> MemoryDoc:
+        return service.add(who, req, session)
+
+    @app.post("/v1/memories/batch", tags=["write"], summary="Propose many memories")
+    def add_many(who: Who, req: AddManyRequest) -> list[MemoryDoc]:
+        return service.add_many(who, req)
+
+    @app.post("/v1/learn", tags=["write"], summary="Distil a trajectory into lessons")
+    def learn(who: Who, req: LearnRequest) -> list[MemoryDoc]:
+        return service.learn(who, req)
+
+    @app.post("/v1/recall", tags=["recall"], summary="Compile guidance for the present state")
+    def recall(who: Who, req: RecallRequest, session: Session = None) -> BriefingDoc:
+        return service.recall(who, req, session)
+
+    @app.post("/v1/feedback", tags=["recall"], summary="Report how a recalled task went")
+    def feedback(who: Who, req: FeedbackRequest) -> FeedbackDoc:
+        return service.feedback(who, req)
+
+    @app.get("/v1/memories", tags=["read"], summary="Memories this key may read")
+    def list_(
+        who: Who,
+        namespace: Annotated[str | None, Query(max_length=200)] = None,
+        state: Annotated[list[StateName] | None, Query(max_length=8)] = None,
+        limit: Annotated[int, Query()] = 100,
+        offset: Annotated[int, Query()] = 0,
+    ) -> list[MemoryDoc]:
+        q = ListQuery(namespace=namespace, states=state, limit=limit, offset=offset)
+        return service.list(who, q)
+
+    @app.get("/v1/memories/{memory_id}", tags=["read"], summary="One memory")
+    def inspect(
+        who: Who, memory_id: MemoryId,
+        as_of: Annotated[datetime | float | None, Query()] = None,
+        known_at: Annotated[datetime | float | None, Query()] = None,
+    ) -> MemoryDoc:
+        return service.inspect(who, memory_id, as_of, known_at)
+
+    @app.get("/v1/memories/{memory_id}/history", tags=["read"], summary="A memory's events")
+    def history(who: Who, memory_id: MemoryId) -> list[EventDoc]:
+        return service.history(who, memory_id)
+
+    @app.get("/v1/ledger", tags=["read"], summary="Recent ledger events, newest first")
+    def ledger(who: Who, limit: int = 100, offset: int = 0) -> list[EventDoc]:
+        return service.ledger(who, limit, offset)
+
+    @app.get(
+        "/v1/export", tags=["read"], summary="Every memory this key may read (JSON lines)",
+        response_class=StreamingResponse,
+        responses={200: {"content": {"application/x-ndjson": {
+            "schema": {"$ref": "#/components/schemas/MemoryDoc"}}}}},
+    )
+    def export(
+        who: Who, namespace: Annotated[str | None, Query(max_length=200)] = None
+    ) -> StreamingResponse:
+        docs = service.export(who, namespace)  # arguments checked here, before streaming
+
+        def lines() -> Iterator[bytes]:
+            for doc in docs:
+                yield (doc.model_dump_json() + "\n").encode()
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    @app.get("/v1/stats", tags=["read"], summary="Counts of what this key may see")
+    def stats(who: Who) -> StatsDoc:
+        result: StatsDoc = service.stats(who)
+        return result
+
+    @app.get("/v1/review/pending", tags=["review"], summary="Proposals held for review")
+    def pending(
+        who: Who, namespace: Annotated[str | None, Query(max_length=200)] = None
+    ) -> list[PendingDoc]:
+        return service.pending(who, namespace)
+
+    @app.post("/v1/review/{memory_id}/promote", tags=["review"], summary="Approve a proposal")
+    def promote(who: Who, memory_id: MemoryId, req: ReviewDecision | None = None) -> MemoryDoc:
+        return service.promote(who, memory_id, (req or ReviewDecision()).reason)
+
+    @app.post("/v1/review/{memory_id}/reject", tags=["review"], summary="Reject a proposal")
+    def reject(who: Who, memory_id: MemoryId, req: RejectDecision) -> MemoryDoc:
+        return service.reject(who, memory_id, req.reason)
+
+    @app.post("/v1/consents/revoke", tags=["governance"], summary="Withdraw a consent")
+    def revoke(who: Who, req: RevokeRequest) -> RevokedDoc:
+        return service.revoke(who, req)
+
+    @app.post("/v1/memories/{memory_id}/erase", tags=["governance"], summary="Erase a memory")
+    def erase(who: Who, memory_id: MemoryId, req: EraseRequest) -> ErasedDoc:
+        return service.erase(who, memory_id, req.reason)
+
+    @app.get("/v1/health", tags=["operations"], summary="The store's health (operator keys)")
+    def health(who: Who) -> HealthDoc:
+        return service.health(who)
+
+    @app.post("/v1/maintain", tags=["operations"], summary="Run maintenance (operator keys)")
+    def maintain(who: Who) -> MaintenanceDoc:
+        return service.maintain(who)
+
+    if mcp_server is not None:
+        from starlette.routing import Route
+
+        app.router.routes.append(Route("/mcp", KeyGuard(mcp_handler, service),
+                                       include_in_schema=False))
+    app.add_middleware(BodyLimit, limit=max_body)
+    return app
