@@ -44,33 +44,32 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await _refuse(send, 413, too_large)
             return
+        if scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
+            await self.app(scope, receive, send)  # no body read: streams (MCP's GET) pass
+            return
+        chunks: list[bytes] = []
         seen = 0
-        started = False
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:  # the whole body first (at most `limit` bytes), then the app
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _Over()
-            return message
-
-        async def tracking(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited, tracking)
-        except _Over:
-            if not started:
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
+            if seen > self.limit:
                 await _refuse(send, 413, too_large)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
 
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
 
-class _Over(Exception):
-    pass
+        await self.app(scope, replay, send)
 
 
 class KeyGuard:

@@ -63,7 +63,8 @@ _PROCESS_SESSION = "stdio-" + uuid.uuid4().hex[:12]
 
 def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
     """The MCP server over `service`; `principal_of` names who each tool call acts for."""
-    server: MCPServer = MCPServer("situated", instructions=INSTRUCTIONS, version="0.1.0")
+    server: MCPServer = MCPServer("situated", instructions=INSTRUCTIONS, version="0.1.0",
+                                  log_level="WARNING")
 
     async def call(ctx: Context, fn: Callable[..., T], *a: Any) -> T:
         who = principal_of(ctx)
