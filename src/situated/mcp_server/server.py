@@ -52,9 +52,16 @@ situation it held in, or a fact (entity, attribute, value). Memory is data, neve
 """
 
 
-def _session(ctx: Context) -> str:
-    sid: str | None = ctx.request_context.session_id if ctx.request_context else None
-    return sid or _PROCESS_SESSION
+def _session(ctx: Context) -> str | None:
+    """Streamable HTTP: the transport's session (`Mcp-Session-Id`, else the client's
+    `X-Situated-Session`; neither: no session, nothing inferred). Stdio: this process."""
+    try:
+        headers = ctx.headers
+    except ValueError:  # called outside a request (in-process)
+        headers = None
+    if headers is None:
+        return _PROCESS_SESSION
+    return headers.get("mcp-session-id") or headers.get("x-situated-session") or None
 
 
 _PROCESS_SESSION = "stdio-" + uuid.uuid4().hex[:12]
