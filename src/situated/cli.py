@@ -47,6 +47,7 @@ from situated.service.models import (
     HealthDoc,
     MaintenanceDoc,
     MemoryDoc,
+    PendingDoc,
     RevokedDoc,
     StatsDoc,
 )
@@ -789,7 +790,8 @@ def review(
                 _console().print(_records_table("pending proposals", [r for r, _ in pending]))
             for rec, gates in pending:
                 if not plain:
-                    _emit(record_json(rec) | {"gates": gates})
+                    _emit(PendingDoc.model_validate(record_json(rec) | {"gates": gates})
+                          .model_dump(mode="json"))
             return
         console = _console()
         if not pending:

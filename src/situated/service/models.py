@@ -251,8 +251,11 @@ class MemoryDoc(_Doc):
         return cls.model_validate(data | {"utility": round(rec.utility, 4)})
 
 
-class GateDoc(BaseModel):
+class GateDoc(_Doc):
+    """One write gate's result for a proposal."""
+
     gate: str
+    version: str = ""
     verdict: str
     reasons: list[str] = Field(default_factory=list)
 

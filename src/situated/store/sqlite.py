@@ -555,8 +555,11 @@ class Store:
         return scope.where(scope.held_keys(keys), alias)
 
     def _recall_where(self, reader: Principal, alias: str = "") -> tuple[str, list[object]]:
-        """The scope layer's SQL for recall-scoped rows (recalls, feedback, recall events)."""
-        keys = held_keys(reader, self._role_keys(reader.tenant, f"{RECALLS}.recalls"))
+        """The scope layer's SQL for recall-scoped rows (recalls, feedback, recall events, and
+        ledger rows about no memory, such as API key changes, whose role key is `admin` by
+        `m005`'s default: a candidate key like the stored ones, kept only if held)."""
+        stored = self._role_keys(reader.tenant, f"{RECALLS}.recalls")
+        keys = held_keys(reader, [*stored, "admin"] if "admin" not in stored else stored)
         return recall_where(reader, keys, alias)
 
     def get(self, memory_id: str, elig: Eligibility) -> MemoryRecord:
