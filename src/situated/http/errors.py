@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from situated.errors import (
     EmbedderMismatch,
@@ -87,7 +88,21 @@ def _unauthenticated(_: Request, exc: Exception) -> JSONResponse:
                         headers={"WWW-Authenticate": "Bearer"})
 
 
+_HTTP_NAMES = {400: "InvalidInput", 404: "NotFound", 405: "MethodNotAllowed",
+               413: "TooLarge"}
+
+
+def _http(_: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own refusals (a body that does not parse, an unknown path or method)."""
+    assert isinstance(exc, StarletteHTTPException)
+    name = _HTTP_NAMES.get(exc.status_code, "HTTPError")
+    field = "body" if exc.status_code == 400 else None
+    return JSONResponse(error_body(name, str(exc.detail), field), exc.status_code,
+                        headers=getattr(exc, "headers", None))
+
+
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(SituatedError, _situated)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(Unauthenticated, _unauthenticated)
