@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from serving import serve
 from typer.testing import CliRunner
 
+from serving import serve
 from situated.cli import app
 
 PRINCIPAL = ["--tenant", "acme", "--role", "support", "--role", "reviewer", "--role", "admin",

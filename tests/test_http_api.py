@@ -9,9 +9,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from conftest import snapshot
 from serving import Served, serve
-
 from situated.memory import Memory
 
 REFUND = {

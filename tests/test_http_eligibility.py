@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+
 from serving import Served, serve
 
 LESSON = "Annual plans past 30 days get a prorated refund, not a full one."

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 import schemathesis
-from conftest import snapshot
 from hypothesis import HealthCheck, settings
 from schemathesis import checks
-from serving import Served, serve
 
+from conftest import snapshot
+from serving import Served, serve
 from situated.http.app import create_app
 from situated.memory import Memory
 from situated.service import Pool, Service

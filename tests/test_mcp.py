@@ -17,8 +17,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from serving import serve
 
+from serving import serve
 from situated.memory import Memory
 from situated.models import Principal
 from situated.store.ledger import EventType

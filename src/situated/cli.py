@@ -36,21 +36,21 @@ from situated.errors import InvalidInput, SituatedError
 from situated.memory import Memory
 from situated.models import OPEN_END, FactValue, MemoryRecord, Principal, State, validate_input
 from situated.recall.reconstruct import Policy
-from situated.store.ledger import LedgerEvent
 from situated.service import Pool, Service
 from situated.service.models import (
-    KeyCreate,
     BriefingDoc,
     ErasedDoc,
     EventDoc,
     FeedbackDoc,
     HealthDoc,
+    KeyCreate,
     MaintenanceDoc,
     MemoryDoc,
     PendingDoc,
     RevokedDoc,
     StatsDoc,
 )
+from situated.store.ledger import LedgerEvent
 from situated.store.sqlite import Store
 
 DB_ENV = "SITUATED_DB"

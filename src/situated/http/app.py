@@ -11,11 +11,12 @@ page at `/docs`.
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, Path, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi import Depends, FastAPI, Header, Path, Query
+from fastapi.responses import Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 
 from situated.http.errors import ERROR_RESPONSES, Unauthenticated, install
 from situated.http.limits import MAX_BODY_BYTES, BodyLimit, KeyGuard
@@ -25,8 +26,8 @@ from situated.service.models import (
     AddManyRequest,
     AddRequest,
     BriefingDoc,
-    EraseRequest,
     ErasedDoc,
+    EraseRequest,
     EventDoc,
     FeedbackDoc,
     FeedbackRequest,
@@ -98,52 +99,61 @@ def create_app(
 
     Who = Annotated[Principal, Depends(principal)]
 
-    @app.post("/v1/memories", tags=["write"], summary="Propose a memory")
-    def add(who: Who, req: AddRequest, session: Session = None) -> MemoryDoc:
-        return service.add(who, req, session)
+    @app.post("/v1/memories", tags=["write"], summary="Propose a memory", response_model=MemoryDoc)
+    def add(who: Who, req: AddRequest, session: Session = None) -> Response:
+        return _send(service.add(who, req, session))
 
-    @app.post("/v1/memories/batch", tags=["write"], summary="Propose many memories")
-    def add_many(who: Who, req: AddManyRequest) -> list[MemoryDoc]:
-        return service.add_many(who, req)
+    @app.post("/v1/memories/batch", tags=["write"], summary="Propose many memories",
+        response_model=list[MemoryDoc])
+    def add_many(who: Who, req: AddManyRequest) -> Response:
+        return _send(service.add_many(who, req))
 
-    @app.post("/v1/learn", tags=["write"], summary="Distil a trajectory into lessons")
-    def learn(who: Who, req: LearnRequest) -> list[MemoryDoc]:
-        return service.learn(who, req)
+    @app.post("/v1/learn", tags=["write"], summary="Distil a trajectory into lessons",
+        response_model=list[MemoryDoc])
+    def learn(who: Who, req: LearnRequest) -> Response:
+        return _send(service.learn(who, req))
 
-    @app.post("/v1/recall", tags=["recall"], summary="Compile guidance for the present state")
-    def recall(who: Who, req: RecallRequest, session: Session = None) -> BriefingDoc:
-        return service.recall(who, req, session)
+    @app.post("/v1/recall", tags=["recall"], summary="Compile guidance for the present state",
+        response_model=BriefingDoc)
+    def recall(who: Who, req: RecallRequest, session: Session = None) -> Response:
+        return _send(service.recall(who, req, session))
 
-    @app.post("/v1/feedback", tags=["recall"], summary="Report how a recalled task went")
-    def feedback(who: Who, req: FeedbackRequest) -> FeedbackDoc:
-        return service.feedback(who, req)
+    @app.post("/v1/feedback", tags=["recall"], summary="Report how a recalled task went",
+        response_model=FeedbackDoc)
+    def feedback(who: Who, req: FeedbackRequest) -> Response:
+        return _send(service.feedback(who, req))
 
-    @app.get("/v1/memories", tags=["read"], summary="Memories this key may read")
+    @app.get("/v1/memories", tags=["read"], summary="Memories this key may read",
+        response_model=list[MemoryDoc])
     def list_(
         who: Who,
         namespace: Annotated[str | None, Query(max_length=200)] = None,
         state: Annotated[list[StateName] | None, Query(max_length=8)] = None,
         limit: Annotated[int, Query()] = 100,
         offset: Annotated[int, Query()] = 0,
-    ) -> list[MemoryDoc]:
-        q = ListQuery(namespace=namespace, states=state, limit=limit, offset=offset)
-        return service.list(who, q)
+    ) -> Response:
+        states = None if state is None else [str(x) for x in state]
+        q = ListQuery(namespace=namespace, states=states, limit=limit, offset=offset)
+        return _send(service.list(who, q))
 
-    @app.get("/v1/memories/{memory_id}", tags=["read"], summary="One memory")
+    @app.get("/v1/memories/{memory_id}", tags=["read"], summary="One memory",
+        response_model=MemoryDoc)
     def inspect(
         who: Who, memory_id: MemoryId,
         as_of: Annotated[datetime | float | None, Query()] = None,
         known_at: Annotated[datetime | float | None, Query()] = None,
-    ) -> MemoryDoc:
-        return service.inspect(who, memory_id, as_of, known_at)
+    ) -> Response:
+        return _send(service.inspect(who, memory_id, as_of, known_at))
 
-    @app.get("/v1/memories/{memory_id}/history", tags=["read"], summary="A memory's events")
-    def history(who: Who, memory_id: MemoryId) -> list[EventDoc]:
-        return service.history(who, memory_id)
+    @app.get("/v1/memories/{memory_id}/history", tags=["read"], summary="A memory's events",
+        response_model=list[EventDoc])
+    def history(who: Who, memory_id: MemoryId) -> Response:
+        return _send(service.history(who, memory_id))
 
-    @app.get("/v1/ledger", tags=["read"], summary="Recent ledger events, newest first")
-    def ledger(who: Who, limit: int = 100, offset: int = 0) -> list[EventDoc]:
-        return service.ledger(who, limit, offset)
+    @app.get("/v1/ledger", tags=["read"], summary="Recent ledger events, newest first",
+        response_model=list[EventDoc])
+    def ledger(who: Who, limit: int = 100, offset: int = 0) -> Response:
+        return _send(service.ledger(who, limit, offset))
 
     @app.get(
         "/v1/export", tags=["read"], summary="Every memory this key may read (JSON lines)",
@@ -162,40 +172,47 @@ def create_app(
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
-    @app.get("/v1/stats", tags=["read"], summary="Counts of what this key may see")
-    def stats(who: Who) -> StatsDoc:
-        result: StatsDoc = service.stats(who)
-        return result
+    @app.get("/v1/stats", tags=["read"], summary="Counts of what this key may see",
+        response_model=StatsDoc)
+    def stats(who: Who) -> Response:
+        return _send(service.stats(who))
 
-    @app.get("/v1/review/pending", tags=["review"], summary="Proposals held for review")
+    @app.get("/v1/review/pending", tags=["review"], summary="Proposals held for review",
+        response_model=list[PendingDoc])
     def pending(
         who: Who, namespace: Annotated[str | None, Query(max_length=200)] = None
-    ) -> list[PendingDoc]:
-        return service.pending(who, namespace)
+    ) -> Response:
+        return _send(service.pending(who, namespace))
 
-    @app.post("/v1/review/{memory_id}/promote", tags=["review"], summary="Approve a proposal")
-    def promote(who: Who, memory_id: MemoryId, req: ReviewDecision | None = None) -> MemoryDoc:
-        return service.promote(who, memory_id, (req or ReviewDecision()).reason)
+    @app.post("/v1/review/{memory_id}/promote", tags=["review"], summary="Approve a proposal",
+        response_model=MemoryDoc)
+    def promote(who: Who, memory_id: MemoryId, req: ReviewDecision | None = None) -> Response:
+        return _send(service.promote(who, memory_id, (req or ReviewDecision()).reason))
 
-    @app.post("/v1/review/{memory_id}/reject", tags=["review"], summary="Reject a proposal")
-    def reject(who: Who, memory_id: MemoryId, req: RejectDecision) -> MemoryDoc:
-        return service.reject(who, memory_id, req.reason)
+    @app.post("/v1/review/{memory_id}/reject", tags=["review"], summary="Reject a proposal",
+        response_model=MemoryDoc)
+    def reject(who: Who, memory_id: MemoryId, req: RejectDecision) -> Response:
+        return _send(service.reject(who, memory_id, req.reason))
 
-    @app.post("/v1/consents/revoke", tags=["governance"], summary="Withdraw a consent")
-    def revoke(who: Who, req: RevokeRequest) -> RevokedDoc:
-        return service.revoke(who, req)
+    @app.post("/v1/consents/revoke", tags=["governance"], summary="Withdraw a consent",
+        response_model=RevokedDoc)
+    def revoke(who: Who, req: RevokeRequest) -> Response:
+        return _send(service.revoke(who, req))
 
-    @app.post("/v1/memories/{memory_id}/erase", tags=["governance"], summary="Erase a memory")
-    def erase(who: Who, memory_id: MemoryId, req: EraseRequest) -> ErasedDoc:
-        return service.erase(who, memory_id, req.reason)
+    @app.post("/v1/memories/{memory_id}/erase", tags=["governance"], summary="Erase a memory",
+        response_model=ErasedDoc)
+    def erase(who: Who, memory_id: MemoryId, req: EraseRequest) -> Response:
+        return _send(service.erase(who, memory_id, req.reason))
 
-    @app.get("/v1/health", tags=["operations"], summary="The store's health (operator keys)")
-    def health(who: Who) -> HealthDoc:
-        return service.health(who)
+    @app.get("/v1/health", tags=["operations"], summary="The store's health (operator keys)",
+        response_model=HealthDoc)
+    def health(who: Who) -> Response:
+        return _send(service.health(who))
 
-    @app.post("/v1/maintain", tags=["operations"], summary="Run maintenance (operator keys)")
-    def maintain(who: Who) -> MaintenanceDoc:
-        return service.maintain(who)
+    @app.post("/v1/maintain", tags=["operations"], summary="Run maintenance (operator keys)",
+        response_model=MaintenanceDoc)
+    def maintain(who: Who) -> Response:
+        return _send(service.maintain(who))
 
     if mcp_server is not None:
         from starlette.routing import Route
@@ -204,3 +221,13 @@ def create_app(
                                        include_in_schema=False))
     app.add_middleware(BodyLimit, limit=max_body)
     return app
+
+
+def _send(doc: BaseModel | list[Any]) -> Response:
+    """The document as JSON, serialised once by pydantic (FastAPI's own pass would validate
+    the response model a second time; `response_model` still documents it)."""
+    if isinstance(doc, list):
+        body = b"[" + b",".join(d.model_dump_json().encode() for d in doc) + b"]"
+    else:
+        body = doc.model_dump_json().encode()
+    return Response(body, media_type="application/json")

@@ -92,7 +92,8 @@ def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
         namespace: Annotated[str, Field(description="Task family, e.g. refunds")] = "default",
         situation: Annotated[str, Field(description="The situation it was learned in, in "
                                         "words")] = "",
-        facts: Annotated[dict[str, Scalar] | None, Field(description="That situation's facts, flat: "
+        facts: Annotated[dict[str, Scalar] | None,
+                         Field(description="That situation's facts, flat: "
                                                   "{\"plan\": \"annual\"}")] = None,
         action: Annotated[str | None, Field(description="What was done")] = None,
         success: Annotated[bool | None, Field(description="Whether it worked")] = None,
@@ -112,10 +113,10 @@ def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
         another value) replaces it and counts against the old one. Returns the stored memory
         (state ACTIVE when promoted, PROPOSED when held for review)."""
         req = _validated(lambda: AddRequest(
-            content=content, kind=kind, namespace=namespace,  # type: ignore[arg-type]
+            content=content, kind=kind, namespace=namespace,
             state=StateIn(text=situation, facts=facts or {}) if situation or facts else None,
             action=action, success=success, conditions=conditions or [], entity=entity,
-            attribute=attribute, value=value, classification=classification,  # type: ignore[arg-type]
+            attribute=attribute, value=value, classification=classification,
         ))
         return await call(ctx, service.add, req, _session(ctx))
 
@@ -155,7 +156,8 @@ def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
         ctx: Context,
         recall_id: Annotated[str, Field(description="The recall's `recall_id`")],
         success: Annotated[bool, Field(description="Whether the task succeeded")],
-        used: Annotated[list[str] | None, Field(description="Ids of served memories you acted on")] = None,
+        used: Annotated[list[str] | None,
+                        Field(description="Ids of served memories you acted on")] = None,
         cited: Annotated[str | None, Field(description="Your final answer: ids cited in it "
                                            "as [mem_...] count as used")] = None,
     ) -> FeedbackDoc:
@@ -182,7 +184,7 @@ def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
         offset: int = 0,
     ) -> list[MemoryDoc]:
         """Memories you may read, oldest first (filter by namespace and lifecycle state)."""
-        q = _validated(lambda: ListQuery(namespace=namespace, states=states, limit=limit,
+        q = _validated(lambda: ListQuery(namespace=namespace, states=_names(states), limit=limit,
                                          offset=offset))
         return await call(ctx, service.list, q)
 
@@ -226,3 +228,7 @@ def _validated(build: Callable[[], T]) -> T:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "arguments"
         raise ToolError(describe(InvalidInput(field, err["msg"]))) from None
+
+
+def _names(states: list[StateName] | None) -> list[str] | None:
+    return None if states is None else [str(s) for s in states]

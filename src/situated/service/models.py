@@ -63,7 +63,7 @@ class AddRequest(_Request):
     """Propose a memory (the arguments of `Memory.add`)."""
 
     content: str
-    kind: str = Field("lesson", description="lesson, fact, preference or note")
+    kind: str = Field(default="lesson", description="lesson, fact, preference or note")
     namespace: str = "default"
     state: StateIn | None = None
     action: str | None = None
@@ -80,11 +80,11 @@ class AddRequest(_Request):
     roles: list[str] = Field(default_factory=list, max_length=MAX_LIST,
                              description="Roles a reader needs (ones the key holds)")
     classification: str | None = Field(
-        None, description="public, internal, confidential or restricted (at most the key's "
+        default=None, description="public, internal, confidential or restricted (at most the key's "
         "clearance; default internal, or the clearance if lower)")
     consent: str | None = None
     authority: str = Field(
-        "inferred", description="inferred, user_declared, system_observed or "
+        default="inferred", description="inferred, user_declared, system_observed or "
         "externally_verified")
     valid_from: TimeIn = None
     valid_until: TimeIn = None

@@ -10,6 +10,7 @@ at a time; the HTTP door runs requests in threads), or exactly one for the CLI.
 
 from __future__ import annotations
 
+import builtins
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -108,11 +109,12 @@ class Pool:
 def key_doc(key: ApiKey) -> KeyDoc:
     at = iso(key.created_at)
     assert at is not None
-    return KeyDoc(
-        id=key.id, tenant=key.tenant, roles=list(key.roles), clearance=key.clearance.label,
-        actor=key.actor, label=key.label, created_at=at, created_by=key.created_by,
-        revoked_at=None if key.revoked_at is None else iso(key.revoked_at),
-    )
+    return KeyDoc.model_validate({
+        "id": key.id, "tenant": key.tenant, "roles": list(key.roles),
+        "clearance": key.clearance.label, "actor": key.actor, "label": key.label,
+        "created_at": at, "created_by": key.created_by,
+        "revoked_at": None if key.revoked_at is None else iso(key.revoked_at),
+    })
 
 
 class Service:
@@ -222,7 +224,7 @@ class Service:
 
     # -- review -----------------------------------------------------------------------------
 
-    def pending(self, who: Principal, namespace: str | None = None) -> list[PendingDoc]:
+    def pending(self, who: Principal, namespace: str | None = None) -> builtins.list[PendingDoc]:
         with self.pool.use() as mem:
             pending = mem.pending(reviewer=who, namespace=namespace)
         return [PendingDoc.model_validate(MemoryDoc.of(r).model_dump() | {"gates": g})
@@ -272,7 +274,7 @@ class Service:
             key, secret = mem.store.keys.create(who, actor=actor, label=label, scope=SYSTEM)
         return NewKeyDoc.model_validate(key_doc(key).model_dump() | {"secret": secret})
 
-    def list_keys(self, tenant: str | None = None) -> list[KeyDoc]:
+    def list_keys(self, tenant: str | None = None) -> builtins.list[KeyDoc]:
         with self.pool.use() as mem:
             return [key_doc(k) for k in mem.store.keys.list(SYSTEM, tenant)]
 
