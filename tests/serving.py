@@ -47,13 +47,13 @@ def free_socket() -> socket.socket:
 
 
 @contextmanager
-def serve(path: Path, *, mcp: bool = True, inferred: bool = True, max_body: int | None = None
-          ) -> Iterator[Served]:
+def serve(path: Path, *, mcp: bool = True, inferred: bool = True, max_body: int | None = None,
+          mcp_stateless: bool = False) -> Iterator[Served]:
     """`situated serve`'s app in a uvicorn server thread, on a real loopback socket."""
     service = Service(Pool(lambda: Memory(path, embedder="hash"), 2),
                       inferred_feedback=inferred)
     kw = {} if max_body is None else {"max_body": max_body}
-    app = create_app(service, mcp=mcp, **kw)
+    app = create_app(service, mcp=mcp, mcp_stateless=mcp_stateless, **kw)
     sock = free_socket()
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))

@@ -49,8 +49,11 @@ async def stdio_session(db: Path, *extra: str) -> AsyncIterator[ClientSession]:
 
 
 @asynccontextmanager
-async def http_session(url: str, secret: str | None) -> AsyncIterator[ClientSession]:
+async def http_session(url: str, secret: str | None, session: str | None = None
+                       ) -> AsyncIterator[ClientSession]:
     headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+    if session:
+        headers["X-Situated-Session"] = session
     async with httpx2.AsyncClient(headers=headers, timeout=30) as client, \
             streamable_http_client(f"{url}/mcp", http_client=client) as (r, w), \
             ClientSession(r, w) as session:
@@ -201,3 +204,16 @@ def test_streamable_http_session_behind_keys(tmp_path: Path) -> None:
                 assert json.dumps(b).count(ids["fact"]) == 0
 
         run(isolated)
+
+
+def test_stateless_http_for_several_workers_infers_with_a_session_header(tmp_path: Path
+                                                                          ) -> None:
+    db = tmp_path / "stateless.db"
+    with serve(db, mcp_stateless=True) as s:
+        secret = s.key("acme", "support", actor="mcp")
+
+        async def main() -> dict[str, Any]:
+            async with http_session(s.url, secret, session="agent-run-1") as session:
+                return await exercise(session)
+
+        check_inferred(db, run(main))

@@ -9,106 +9,61 @@ one line too, `error: <what click says> (see: <command> --help)`, and exit code 
 traceback: every argument is checked by the library before anything is read or written.
 """
 
-import json
-import math
-import re
 import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, is_dataclass
-from datetime import UTC, datetime
-from enum import Enum, StrEnum
+from dataclasses import asdict
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
-import apsw
-import click
 import typer
-from pydantic import BaseModel
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-from typer.core import TyperGroup
 
-from situated import arguments as args
-from situated.embed import DEFAULT_EMBEDDER, available_embedders
-from situated.errors import InvalidInput, SituatedError
-from situated.memory import Memory
-from situated.models import OPEN_END, FactValue, MemoryRecord, Principal, State, validate_input
+from situated.cli_common import (
+    DB_ENV,
+    DEFAULT_DB,
+    Actor,
+    Clearance,
+    Facts,
+    Namespace,
+    Plain,
+    Roles,
+    Settings,
+    Tenant,
+    _console,
+    _doc,
+    _emit,
+    _events_table,
+    _Group,
+    _json_line,
+    _kv_table,
+    _memory,
+    _principal,
+    _record_rows,
+    _records_table,
+    _split,
+    _state,
+    _time,
+    event_json,
+    parse_value,
+    record_json,
+)
+from situated.cli_serve import register as _register_doors
+from situated.embed import DEFAULT_EMBEDDER
+from situated.errors import InvalidInput
+from situated.models import State
 from situated.recall.reconstruct import Policy
 from situated.service import Pool, Service
 from situated.service.models import (
     BriefingDoc,
     ErasedDoc,
-    EventDoc,
     FeedbackDoc,
     HealthDoc,
-    KeyCreate,
     MaintenanceDoc,
-    MemoryDoc,
     PendingDoc,
     RevokedDoc,
     StatsDoc,
 )
 from situated.store.ledger import LedgerEvent
-from situated.store.sqlite import Store
-
-DB_ENV = "SITUATED_DB"
-DEFAULT_DB = "situated.db"
-
-
-class _Group(TyperGroup):
-    """Turns domain errors into one line on stderr and exit code 1, usage errors into one line
-    and exit code 2."""
-
-    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
-        with _usage_in_one_line():
-            return super().make_context(info_name, args, parent=parent, **extra)
-
-    def invoke(self, ctx: Any) -> Any:
-        with _usage_in_one_line():
-            try:
-                return super().invoke(ctx)
-            except SituatedError as exc:
-                _fail(str(exc))
-            except apsw.Error as exc:  # the database file itself: unreadable, locked, full
-                _fail(f"database: {exc}")
-            except BrokenPipeError:
-                raise
-            except OSError as exc:  # a file or directory named on the command line
-                _fail(f"{exc.filename or 'file'}: {exc.strerror or exc}")
-
-
-_CLICK = sys.modules[typer.BadParameter.__module__]
-"""The click exceptions typer raises (recent typers vendor their own click)."""
-_USAGE_ERRORS = tuple({click.UsageError, _CLICK.UsageError})
-_HELP = tuple({click.exceptions.NoArgsIsHelpError,
-               getattr(_CLICK, "NoArgsIsHelpError", click.exceptions.NoArgsIsHelpError)})
-
-
-@contextmanager
-def _usage_in_one_line() -> Iterator[None]:
-    try:
-        yield
-    except _HELP:
-        raise  # the help text, as asked for
-    except _USAGE_ERRORS as exc:
-        hint = f" (see: {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
-        _fail(exc.format_message() + hint, code=2)
-
-
-MAX_ERROR_CHARS = 500
-
-
-def _fail(message: str, code: int = 1) -> NoReturn:
-    """One line on stderr: whitespace collapsed, other unprintable characters (controls,
-    bidi overrides, unpaired surrogates) escaped, at most `MAX_ERROR_CHARS`."""
-    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(message.split()))
-    if len(line) > MAX_ERROR_CHARS:
-        line = line[: MAX_ERROR_CHARS - 3] + "..."
-    typer.echo("error: " + line, err=True)
-    raise typer.Exit(code)
-
 
 app = typer.Typer(
     cls=_Group,
@@ -119,14 +74,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Global options, shared by every command."""
-
-    db: Path
-    embedder: str | None
 
 
 @app.callback()
@@ -151,278 +98,6 @@ def _root(
 ) -> None:
     """Experience memory for LLM agents, compiled at recall instead of replayed from storage."""
     ctx.obj = Settings(db=db, embedder=embedder)
-
-
-# -- shared options --------------------------------------------------------------------------
-
-Tenant = Annotated[
-    str,
-    typer.Option(
-        "--tenant", envvar="SITUATED_TENANT", metavar="NAME", help="Tenant to act for."
-    ),
-]
-Roles = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--role",
-        envvar="SITUATED_ROLES",
-        metavar="ROLE",
-        help="A role held (repeatable; env: space-separated).",
-    ),
-]
-Clearance = Annotated[
-    str,
-    typer.Option(
-        "--clearance",
-        envvar="SITUATED_CLEARANCE",
-        metavar="LEVEL",
-        help="Highest classification readable: public, internal, confidential, restricted.",
-    ),
-]
-Actor = Annotated[
-    str,
-    typer.Option(
-        "--actor", envvar="SITUATED_ACTOR", metavar="NAME", help="Actor in the ledger."
-    ),
-]
-Plain = Annotated[bool, typer.Option("--plain", "-p", help="A table for people, not JSON lines.")]
-Facts = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--fact",
-        metavar="KEY=VALUE",
-        help="A state fact (repeatable); numbers, true, false and null are parsed.",
-    ),
-]
-Namespace = Annotated[
-    str | None, typer.Option("--namespace", "-n", metavar="NAME", help="Namespace.")
-]
-
-
-def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str) -> Principal:
-    return validate_input(
-        "principal",
-        lambda: Principal(tenant=tenant, roles=frozenset(roles or ()), clearance=clearance,
-                          name=actor),
-    )
-
-
-@contextmanager
-def _memory(ctx: typer.Context) -> Iterator[Memory]:
-    settings: Settings = ctx.obj
-    path = Path(args.path(settings.db, "db"))
-    if not path.parent.exists():
-        raise InvalidInput("db", f"directory {str(path.parent)!r} does not exist")
-    mem = Memory(path, embedder=settings.embedder or _stored_embedder(path) or DEFAULT_EMBEDDER)
-    try:
-        yield mem
-    finally:
-        mem.close()
-
-
-def _stored_embedder(path: Path) -> str | None:
-    """The registered embedder name an existing store was created with, if any."""
-    if not path.exists():
-        return None
-    store = Store(path)
-    try:
-        ref = store.embedder_ref()
-    finally:
-        store.close()
-    if ref is None:
-        return None
-    name = ref.split("@", 1)[0]
-    return name if name in available_embedders() else None
-
-
-# -- parsing ---------------------------------------------------------------------------------
-
-_INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
-_WORDS: dict[str, FactValue] = {"true": True, "false": False, "null": None, "none": None}
-
-
-def parse_value(raw: str) -> FactValue:
-    """A scalar from the command line: int, float, true/false/null, a quoted or bare string."""
-    text = raw.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    if text.lower() in _WORDS:
-        return _WORDS[text.lower()]
-    if _INT.fullmatch(text):
-        try:
-            return int(text)
-        except ValueError:  # more digits than Python converts; refused as a value later
-            return text
-    if _FLOAT.fullmatch(text):
-        value = float(text)
-        if math.isfinite(value):
-            return value
-    return text
-
-
-def parse_facts(pairs: Iterable[str]) -> dict[str, FactValue]:
-    """`key=value` pairs into a flat facts mapping."""
-    facts: dict[str, FactValue] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise typer.BadParameter(f"expected key=value, got {pair!r:.40}", param_hint="--fact")
-        facts[key.strip()] = parse_value(value)
-    return facts
-
-
-def _time(raw: str | None) -> str | float | None:
-    """An ISO-8601 time, or epoch seconds given as a number."""
-    if raw is None:
-        return None
-    return float(raw) if _FLOAT.fullmatch(raw.strip()) else raw
-
-
-def _state(text: str | None, facts: list[str] | None) -> State | None:
-    parsed = parse_facts(facts or ())
-    if not (text or "").strip() and not parsed:
-        return None
-    return validate_input("state", lambda: State(text or "", facts=parsed))
-
-
-def _split(values: list[str] | None) -> list[str]:
-    """Repeatable options that also accept comma-separated lists."""
-    return [v.strip() for raw in values or () for v in raw.split(",") if v.strip()]
-
-
-# -- output ----------------------------------------------------------------------------------
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Enum):
-        return value.value
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
-    if isinstance(value, frozenset | set | tuple):
-        return list(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(f"cannot serialise {type(value).__name__}")
-
-
-def _emit(obj: Any) -> None:
-    """One JSON line on stdout."""
-    typer.echo(_json_line(obj))
-
-
-_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-"""Line breaks for `str.splitlines` that JSON leaves raw: escaped, each JSON value stays on
-its one line for every reader (inside JSON they can only occur in strings)."""
-
-
-def _json_line(obj: Any, **kw: Any) -> str:
-    return json.dumps(obj, default=_jsonable, ensure_ascii=False, **kw).translate(_LINE_BREAKS)
-
-
-def record_json(rec: MemoryRecord) -> dict[str, Any]:
-    """A memory as every door shows it (`situated.service.models.MemoryDoc`)."""
-    return MemoryDoc.of(rec).model_dump(mode="json")
-
-
-def event_json(ev: LedgerEvent) -> dict[str, Any]:
-    return EventDoc.of(ev).model_dump(mode="json")
-
-
-def _doc(model: type[BaseModel], value: Any) -> dict[str, Any]:
-    """A library result as the service's response document (the HTTP API's body)."""
-    data = asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
-    return model.model_validate(data).model_dump(mode="json")
-
-
-def _iso(ts: float) -> str:
-    if ts >= OPEN_END:
-        return "open"
-    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
-
-
-def _console() -> Console:
-    return Console(soft_wrap=False, highlight=False)
-
-
-def _kv_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
-    for key, value in rows:
-        table.add_row(key, Text(_show(value)))
-    return table
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={_show(v)}" for k, v in value.items()) or "-"
-    if isinstance(value, list | tuple | set | frozenset):
-        return ", ".join(_show(v) for v in value) or "-"
-    if isinstance(value, Enum):
-        return str(value.name.lower() if isinstance(value.value, int) else value.value)
-    return str(value)
-
-
-def _record_rows(rec: MemoryRecord) -> list[tuple[str, Any]]:
-    src = rec.source
-    rows: list[tuple[str, Any]] = [
-        ("id", rec.id),
-        ("content", rec.content),
-        ("kind", rec.kind),
-        ("state", rec.state),
-        ("tenant / namespace", f"{rec.scope.tenant} / {rec.scope.namespace}"),
-        ("roles required", sorted(rec.scope.roles)),
-        ("classification", rec.scope.classification),
-        ("authority", rec.authority),
-        ("source state", src.state.describe() if src.state else "unknown"),
-        ("action", src.action),
-        ("outcome", {"success": src.outcome.success, "reward": src.outcome.reward}),
-        ("conditions", list(rec.conditions)),
-        ("valid", f"{_iso(rec.validity.valid_from)} .. {_iso(rec.validity.valid_until)}"),
-        ("recorded at", _iso(rec.validity.recorded_at)),
-        ("counters", asdict(rec.counters)),
-        ("utility", f"{rec.utility:.3f}"),
-    ]
-    if rec.entity is not None:
-        rows.insert(4, ("fact", f"{rec.entity}.{rec.attribute} = {rec.value!r}"))
-    for key, value in (("supersedes", rec.supersedes), ("superseded by", rec.superseded_by),
-                       ("consent", rec.scope.consent), ("episode", src.episode_id)):
-        if value:
-            rows.append((key, value))
-    return rows
-
-
-def _events_table(title: str, events: Iterable[LedgerEvent]) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("seq", no_wrap=True)
-    table.add_column("when", min_width=10)
-    table.add_column("event", no_wrap=True)
-    table.add_column("memory / recall", no_wrap=True)
-    table.add_column("actor", overflow="fold")
-    table.add_column("reason", overflow="fold", ratio=1)
-    for ev in events:
-        target = "\n".join(x for x in (ev.memory_id, ev.recall_id) if x) or "-"
-        table.add_row(
-            str(ev.seq), _iso(ev.at).replace("T", " ").removesuffix("+00:00"), ev.event.value,
-            target, Text(ev.actor), Text(ev.reason),
-        )
-    return table
-
-
-def _records_table(title: str, records: Iterable[MemoryRecord]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for col in ("id", "kind", "namespace", "state", "utility"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("content", overflow="fold", ratio=1)
-    for rec in records:
-        table.add_row(
-            rec.id, rec.kind.value, Text(rec.scope.namespace), rec.state.value,
-            f"{rec.utility:.2f}", Text(rec.content),
-        )
-    return table
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -910,156 +585,6 @@ def maintain(ctx: typer.Context, plain: Plain = False) -> None:
         raise typer.Exit(1)
 
 
-keys_app = typer.Typer(
-    cls=_Group, help="API keys for `situated serve` and MCP over HTTP: each bound to one "
-    "principal.", no_args_is_help=True,
-)
-app.add_typer(keys_app, name="keys")
-
-
-@keys_app.command("create")
-def keys_create(
-    ctx: typer.Context,
-    tenant: Annotated[str, typer.Option("--tenant", metavar="NAME", help="The key's tenant.")],
-    role: Annotated[
-        list[str] | None, typer.Option("--role", metavar="ROLE", help="A role (repeatable).")
-    ] = None,
-    clearance: Annotated[
-        str, typer.Option("--clearance", metavar="LEVEL", help="Highest classification read.")
-    ] = "internal",
-    name: Annotated[
-        str | None, typer.Option("--name", metavar="NAME",
-                                 help="Actor recorded in the ledger (default key:<tenant>).")
-    ] = None,
-    label: Annotated[str, typer.Option("--label", help="A note for whom it is.")] = "",
-    actor: Actor = "cli",
-) -> None:
-    """Create a key bound to one principal; prints its secret once (only a hash is kept)."""
-    with _memory(ctx) as mem:
-        doc = Service(Pool.of(mem)).create_key(
-            KeyCreate(tenant=tenant, roles=_split(role), clearance=clearance, actor=name,
-                      label=label), actor=actor)
-    _emit(doc.model_dump(mode="json"))
-
-
-@keys_app.command("list")
-def keys_list(
-    ctx: typer.Context,
-    tenant: Annotated[str | None, typer.Option("--tenant", metavar="NAME")] = None,
-    plain: Plain = False,
-) -> None:
-    """Every key (of one tenant), revoked ones included; never a secret."""
-    with _memory(ctx) as mem:
-        docs = Service(Pool.of(mem)).list_keys(tenant)
-    if plain:
-        table = Table(title="api keys", title_justify="left")
-        for col in ("id", "tenant", "roles", "clearance", "actor", "created", "revoked"):
-            table.add_column(col, no_wrap=True)
-        for d in docs:
-            table.add_row(d.id, Text(d.tenant), Text(", ".join(d.roles) or "-"), d.clearance,
-                          Text(d.actor), d.created_at.isoformat(timespec="seconds"),
-                          d.revoked_at.isoformat(timespec="seconds") if d.revoked_at else "-")
-        _console().print(table)
-        return
-    for d in docs:
-        _emit(d.model_dump(mode="json"))
-
-
-@keys_app.command("revoke")
-def keys_revoke(
-    ctx: typer.Context,
-    key_id: Annotated[str, typer.Argument(help="The key id (key_...).")],
-    reason: Annotated[str, typer.Option(help="Why (recorded in the ledger).")] = "",
-    actor: Actor = "cli",
-) -> None:
-    """Refuse a key from the next request on."""
-    with _memory(ctx) as mem:
-        doc = Service(Pool.of(mem)).revoke_key(key_id, actor=actor, reason=reason)
-    _emit(doc.model_dump(mode="json"))
-
-
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
-
-
-@app.command()
-def serve(
-    ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")]
-    = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")]
-    = 8765,
-    allow_remote: Annotated[
-        bool, typer.Option("--allow-remote", help="Allow binding to a non-loopback address.")
-    ] = False,
-    workers: Annotated[int, typer.Option(min=1, max=64, help="Server processes.")] = 1,
-    pool: Annotated[int, typer.Option(min=1, max=64, help="Memory objects per process.")]
-    = 2,
-    no_mcp: Annotated[bool, typer.Option("--no-mcp", help="Do not mount MCP at /mcp.")]
-    = False,
-    no_inferred: Annotated[
-        bool, typer.Option("--no-inferred-feedback", help="Never infer outcomes.")
-    ] = False,
-) -> None:
-    """Serve the HTTP API (and MCP at /mcp) over one store; every request needs an API key."""
-    import os
-
-    import uvicorn
-
-    if host not in LOOPBACK and not allow_remote:
-        raise InvalidInput("host", f"{host!r:.60} is not loopback; pass --allow-remote to "
-                           "serve other machines (use TLS in front: keys travel in headers)")
-    if host not in LOOPBACK:
-        typer.echo(f"warning: serving on {host}, reachable from other machines", err=True)
-    settings: Settings = ctx.obj
-    with _memory(ctx) as mem:  # checks the path and binds the embedder before forking
-        mem.store.bind_embedder(mem.embedder.model_ref, mem.embedder.dim)
-        embedder = mem.embedder.model_ref.split("@", 1)[0]
-    os.environ.update({
-        "SITUATED_SERVE_DB": str(settings.db), "SITUATED_SERVE_EMBEDDER": embedder,
-        "SITUATED_SERVE_POOL": str(pool), "SITUATED_SERVE_MCP": "0" if no_mcp else "1",
-        "SITUATED_SERVE_INFERRED": "0" if no_inferred else "1",
-        "SITUATED_SERVE_HOST": host,
-    })
-    typer.echo(f"situated: serving {settings.db} on http://{host}:{port} "
-               f"(docs /docs, OpenAPI /openapi.json{'' if no_mcp else ', MCP /mcp'})", err=True)
-    uvicorn.run("situated.http.serve:app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_level="warning")
-
-
-@app.command("mcp")
-def mcp_stdio(
-    ctx: typer.Context,
-    tenant: Annotated[
-        str | None, typer.Option("--tenant", envvar="SITUATED_TENANT", metavar="NAME")
-    ] = None,
-    role: Roles = None,
-    clearance: Clearance = "internal",
-    actor: Actor = "mcp",
-    key: Annotated[
-        str | None, typer.Option("--key", envvar="SITUATED_API_KEY", metavar="SECRET",
-                                 help="Act as this API key's principal instead.")
-    ] = None,
-    no_inferred: Annotated[
-        bool, typer.Option("--no-inferred-feedback", help="Never infer outcomes.")
-    ] = False,
-) -> None:
-    """Run the MCP server over stdio as the principal the options (or --key) name."""
-    from situated.mcp_server import build_server, fixed_principal
-
-    with _memory(ctx) as mem:
-        service = Service(Pool.of(mem), inferred_feedback=not no_inferred)
-        if key is not None:
-            who = service.principal_for(key)
-            if who is None:
-                raise InvalidInput("key", "unknown or revoked API key")
-        elif tenant is None:
-            raise InvalidInput("tenant", "name the principal: --tenant (or SITUATED_TENANT), "
-                               "or --key")
-        else:
-            who = _principal(tenant, _split(role), clearance, actor)
-        build_server(service, fixed_principal(who)).run("stdio")
-
-
 eval_app = typer.Typer(
     cls=_Group,
     help="Evaluations: the Memory Decision Scorecard (default) and third-party material.",
@@ -1199,6 +724,9 @@ def demo(
 
     settings: Settings = ctx.obj
     run_demo(Console(highlight=False), settings.embedder or DEFAULT_EMBEDDER, keep=keep)
+
+
+_register_doors(app)  # keys, serve, mcp
 
 
 def main() -> None:

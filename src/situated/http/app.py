@@ -59,16 +59,17 @@ Session = Annotated[
 
 def create_app(
     service: Service, *, mcp: bool = True, max_body: int = MAX_BODY_BYTES,
-    host: str = "127.0.0.1",
+    host: str = "127.0.0.1", mcp_stateless: bool = False,
 ) -> FastAPI:
     """The ASGI app over `service` (`mcp`: mount the MCP server at `/mcp`; `host`: the
-    address served, for the MCP transport's DNS-rebinding protection)."""
+    address served, for the MCP transport's DNS-rebinding protection; `mcp_stateless`: MCP
+    without sessions, as several worker processes need)."""
     mcp_server = None
     if mcp:
         from situated.mcp_server import build_server, http_handler, http_principal
 
         mcp_server = build_server(service, http_principal(service))
-        mcp_handler = http_handler(mcp_server, host)
+        mcp_handler = http_handler(mcp_server, host, mcp_stateless)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -19,4 +19,5 @@ def app_from_env() -> FastAPI:
                 int(os.environ.get("SITUATED_SERVE_POOL", "2")))
     service = Service(pool, inferred_feedback=os.environ.get("SITUATED_SERVE_INFERRED") != "0")
     return create_app(service, mcp=os.environ.get("SITUATED_SERVE_MCP", "1") == "1",
-                      host=os.environ.get("SITUATED_SERVE_HOST", "127.0.0.1"))
+                      host=os.environ.get("SITUATED_SERVE_HOST", "127.0.0.1"),
+                      mcp_stateless=os.environ.get("SITUATED_SERVE_WORKERS", "1") != "1")
