@@ -270,6 +270,7 @@ class Service:
             req.tenant, frozenset(req.roles), req.clearance, req.actor or f"key:{req.tenant}"
         ))
         label = args.text(req.label, "label", args.MAX_LABEL_CHARS)
+        args.label(actor, "actor")
         with self.pool.use() as mem:
             key, secret = mem.store.keys.create(who, actor=actor, label=label, scope=SYSTEM)
         return NewKeyDoc.model_validate(key_doc(key).model_dump() | {"secret": secret})
@@ -280,6 +281,8 @@ class Service:
 
     def revoke_key(self, key_id: str, *, actor: str, reason: str = "") -> KeyDoc:
         args.identifier(key_id, "key_id")
+        args.label(actor, "actor")
+        args.text(reason, "reason", args.MAX_REASON_CHARS)
         with self.pool.use() as mem:
             return key_doc(mem.store.keys.revoke(key_id, actor=actor, reason=reason,
                                                  scope=SYSTEM))
