@@ -88,9 +88,10 @@ def create_app(
     )
     install(app)
 
-    def principal(
+    async def principal(
         creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     ) -> Principal:
+        # inline, not in a worker thread: one indexed read on the service's own key store
         if creds is None:
             raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
         who = service.principal_for(creds.credentials)
