@@ -235,3 +235,19 @@ def test_a_body_over_the_limit_is_413(tmp_path: Path) -> None:
                          headers={"content-type": "application/json"})
         assert chunked.status_code == 413
         assert c.get("/v1/memories").json() == []
+
+
+def test_every_domain_error_has_its_status() -> None:
+    from situated import errors
+    from situated.http.errors import status_of
+
+    expected = {
+        errors.InvalidInput("f", "m"): 400, errors.ConditionSyntaxError("f", "m"): 400,
+        errors.UnknownPlugin("x"): 400, errors.PermissionDenied("x"): 403,
+        errors.NotFound("x"): 404, errors.FeedbackConflict("x"): 409,
+        errors.EmbedderMismatch("x"): 409, errors.UsageError("x"): 409,
+        errors.ModelError("x"): 502, errors.StoreBusy("x"): 503,
+        errors.StoreFailure("x", "SQLITE_FULL"): 500, errors.SituatedRuntimeError("x"): 500,
+    }
+    assert {type(e).__name__: status_of(e) for e in expected} == {
+        type(e).__name__: code for e, code in expected.items()}

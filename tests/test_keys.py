@@ -84,3 +84,40 @@ def test_serve_binds_loopback_unless_told(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60,
     )
     assert out.returncode == 1 and "--allow-remote" in out.stderr
+
+
+def test_situated_serve_serves_with_keys(tmp_path: Path) -> None:
+    """The real command: `situated serve` in its own process, on a free loopback port."""
+    import socket
+    import time
+
+    import httpx
+
+    db = tmp_path / "served.db"
+    [made] = run(db, "keys", "create", "--tenant", "acme", "--role", "support")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "situated", "--db", str(db), "--embedder", "hash", "serve",
+         "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{url}/openapi.json", timeout=2)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.2)
+        auth = {"Authorization": f"Bearer {made['secret']}"}
+        added = httpx.post(f"{url}/v1/memories", headers=auth, json={"content": "A lesson."})
+        assert added.status_code == 200 and added.json()["scope"]["tenant"] == "acme"
+        assert httpx.get(f"{url}/v1/stats").status_code == 401
+        mcp = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert mcp.status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert proc.stderr is not None and "serving" in proc.stderr.read()
