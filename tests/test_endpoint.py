@@ -139,10 +139,9 @@ def test_without_a_base_url_the_default_is_openai(monkeypatch: pytest.MonkeyPatc
 
 
 def test_the_embedder_without_a_model_says_so() -> None:
-    with pytest.raises(InvalidInput, match="model: the openai embedder needs the name of a model"):
-        OpenAIEmbedder("http://127.0.0.1:1")
-    with pytest.raises(InvalidInput, match="model: the llm reconstructor needs"):
-        LLMReconstructor("http://127.0.0.1:1")
+    for build in (OpenAIEmbedder, LLMReconstructor):
+        with pytest.raises(InvalidInput, match=r"^model: is required: the name of a model"):
+            build("http://127.0.0.1:1")
 
 
 @pytest.mark.parametrize("bad", [-1, 11, 1.5, True, "2", None])

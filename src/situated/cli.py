@@ -30,6 +30,8 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from situated import arguments as args
+from situated.config import Settings as Config
+from situated.config import load_settings
 from situated.embed import DEFAULT_EMBEDDER, available_embedders
 from situated.errors import InvalidInput, SituatedError
 from situated.memory import Memory
@@ -112,17 +114,22 @@ class Settings:
 
     db: Path
     embedder: str | None
+    reconstructor: str | None = None
+    config: Config | None = None
+    """Everything `situated.config` read, with the options above applied."""
 
 
 @app.callback()
 def _root(
     ctx: typer.Context,
     db: Annotated[
-        Path,
+        Path | None,
         typer.Option(
-            "--db", envvar=DB_ENV, metavar="PATH", help=f"The SQLite file (env {DB_ENV})."
+            "--db", envvar=DB_ENV, metavar="PATH",
+            help=f"The SQLite file (env {DB_ENV}; default: db in situated.toml, else "
+            f"{DEFAULT_DB}).",
         ),
-    ] = Path(DEFAULT_DB),
+    ] = None,
     embedder: Annotated[
         str | None,
         typer.Option(
@@ -130,12 +137,51 @@ def _root(
             envvar="SITUATED_EMBEDDER",
             metavar="NAME",
             help="Embedder name (hash, minilm-static, openai, or a plugin). Default: the one "
-            f"the store was created with, else {DEFAULT_EMBEDDER}.",
+            f"the store was created with, else {DEFAULT_EMBEDDER}. openai takes its endpoint "
+            "from SITUATED_EMBEDDER_MODEL, SITUATED_EMBEDDER_BASE_URL (or OPENAI_BASE_URL) "
+            "and OPENAI_API_KEY, or situated.toml.",
+        ),
+    ] = None,
+    reconstructor: Annotated[
+        str | None,
+        typer.Option(
+            "--reconstructor",
+            envvar="SITUATED_RECONSTRUCTOR",
+            metavar="NAME",
+            help="Reconstructor name (rules, learned, llm, or a plugin). Default: rules. llm "
+            "takes its endpoint from SITUATED_RECONSTRUCTOR_MODEL, "
+            "SITUATED_RECONSTRUCTOR_BASE_URL (or OPENAI_BASE_URL) and OPENAI_API_KEY, or "
+            "situated.toml.",
         ),
     ] = None,
 ) -> None:
-    """Experience memory for LLM agents, compiled at recall instead of replayed from storage."""
-    ctx.obj = Settings(db=db, embedder=embedder)
+    """Experience memory for LLM agents, compiled at recall instead of replayed from storage.
+
+    Settings also come from SITUATED_* environment variables and from situated.toml (or
+    [tool.situated] in pyproject.toml) in the working directory; options given here win.
+    """
+    config = load_settings(db=db, embedder=embedder, reconstructor=reconstructor)
+    ctx.obj = Settings(db=config.db or Path(DEFAULT_DB), embedder=config.embedder,
+                       reconstructor=config.reconstructor, config=config)
+    defaults = _principal_defaults(config)
+    if defaults:  # the configured principal: below options and their env, above built-ins
+        ctx.default_map = {name: defaults for name in app_commands(ctx)}
+
+
+def _principal_defaults(config: Config) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for param, value in (("tenant", config.tenant), ("clearance", config.clearance),
+                         ("actor", config.actor)):
+        if value is not None:
+            out[param] = value
+    if config.roles is not None:
+        out["role"] = list(config.roles)
+    return out
+
+
+def app_commands(ctx: typer.Context) -> list[str]:
+    group = ctx.command
+    return list(group.list_commands(ctx)) if isinstance(group, TyperGroup) else []
 
 
 # -- shared options --------------------------------------------------------------------------
@@ -198,7 +244,8 @@ def _memory(ctx: typer.Context) -> Iterator[Memory]:
     path = Path(args.path(settings.db, "db"))
     if not path.parent.exists():
         raise InvalidInput("db", f"directory {str(path.parent)!r} does not exist")
-    mem = Memory(path, embedder=settings.embedder or _stored_embedder(path) or DEFAULT_EMBEDDER)
+    mem = Memory(path, embedder=settings.embedder or _stored_embedder(path) or DEFAULT_EMBEDDER,
+                 reconstructor=settings.reconstructor or "rules", settings=settings.config)
     try:
         yield mem
     finally:
@@ -217,6 +264,8 @@ def _stored_embedder(path: Path) -> str | None:
     if ref is None:
         return None
     name = ref.split("@", 1)[0]
+    if name.startswith("openai:"):  # its model and endpoint come from the settings
+        return "openai"
     return name if name in available_embedders() else None
 
 

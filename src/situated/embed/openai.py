@@ -47,7 +47,7 @@ class OpenAIEmbedder(Embedder):
         max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
         if model is None:
-            raise InvalidInput("model", "the openai embedder needs the name of a model")
+            raise InvalidInput("model", "is required: the name of a model the server serves")
         if not isinstance(model, str) or not model.strip():
             raise InvalidInput("model", "must not be empty")
         url = endpoint_url(base_url, "embeddings")

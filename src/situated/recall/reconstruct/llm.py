@@ -214,7 +214,7 @@ class LLMReconstructor(Reconstructor):
         max_retries: int = 1,
     ) -> None:
         if model is None:
-            raise InvalidInput("model", "the llm reconstructor needs the name of a model")
+            raise InvalidInput("model", "is required: the name of a model the server serves")
         url = endpoint_url(base_url, "chat/completions")
         if not isinstance(model, str) or not model.strip():
             raise InvalidInput("model", "must not be empty")
