@@ -882,7 +882,22 @@ def learn(
     clearance: Clearance = "internal",
     actor: Actor = "cli",
 ) -> None:
-    """Distil a finished episode into lesson proposals (format: situated.write.distill)."""
+    """Distil a finished episode into lesson proposals, one JSON line each.
+
+    The trajectory is one JSON object:
+
+    \b
+      {"episode_id": "ep-17", "task": "boil water", "namespace": "kitchen",
+       "steps": [{"observation": "You are in the kitchen. The stove is off.",
+                  "facts": {"room": "kitchen", "stove_on": false},
+                  "action": "turn on stove", "result": "The stove is now on."}],
+       "outcome": {"success": true, "reward": 1.0}}
+
+    Required: episode_id, task, steps (1 to 500) and outcome.success. Optional: namespace
+    (default "default"), outcome.reward, and in each step observation, facts (flat: string,
+    number, true/false or null values), action and result. Text that is not such an object is
+    refused with the field named; nothing is written.
+    """
     me = _principal(tenant, role, clearance, actor)
     try:
         text = sys.stdin.read() if str(trajectory) == "-" else trajectory.read_text("utf-8")

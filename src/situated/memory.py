@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from situated import arguments as args
 from situated.conditions import parse_condition
 from situated.config import (
@@ -53,6 +55,7 @@ from situated.models import (
     Source,
     State,
     Validity,
+    _as_invalid,
     content_fingerprint,
     parse_authority,
     parse_kind,
@@ -766,7 +769,13 @@ class Memory:
         """Distil a finished episode into lessons; each goes through the gates like `add`.
 
         Args:
-            trajectory: a `Trajectory`, its dict, or its JSON text (format in `write/distill`).
+            trajectory: a `Trajectory`, its dict, or its JSON text: one object with
+                `episode_id`, `task`, `steps` (each with `observation`, `facts`, `action`,
+                `result`) and `outcome` (`success`, `reward`); see `situated.write.distill`.
+
+        Raises:
+            InvalidInput: the trajectory is not JSON, not an object, or a field is missing or
+                wrong (named, e.g. `trajectory.steps.0.facts`); nothing is written.
             principal: who proposes (tenant and actor).
             distiller: `RulesDistiller()` by default; an LLM distiller writes the same drafts.
 
@@ -778,7 +787,7 @@ class Memory:
             args.has_methods(distiller, "distiller", "distill")
         _source_level(source_classification)
         if isinstance(trajectory, str):
-            traj = validate_input("trajectory", lambda: Trajectory.from_json(trajectory))
+            traj = _trajectory_from_json(trajectory)
         elif isinstance(trajectory, Trajectory):
             traj = trajectory
         else:
@@ -1237,6 +1246,31 @@ def _reason(value: Any) -> str:
 def _source_level(value: Any) -> Classification | None:
     """`source_classification`: None or a classification."""
     return None if value is None else args.choice(Classification, value, "source_classification")
+
+
+TRAJECTORY_SHAPE = (
+    '{"episode_id": ..., "task": ..., "steps": [{"observation": ..., "facts": {...}, '
+    '"action": ..., "result": ...}], "outcome": {"success": true}}'
+)
+
+
+def _trajectory_from_json(text: str) -> Trajectory:
+    """`Trajectory.from_json`, each failure an `InvalidInput` naming `trajectory`."""
+    try:
+        return Trajectory.from_json(text)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        kind = err.get("type")
+        if kind == "json_invalid":
+            detail = str(err.get("msg", "")).removeprefix("Invalid JSON: ")
+            raise InvalidInput(
+                "trajectory", f"is not JSON ({detail}); expected one object: {TRAJECTORY_SHAPE}"
+            ) from None
+        if kind == "model_type" and not err.get("loc"):
+            raise InvalidInput(
+                "trajectory", f"must be a JSON object, like {TRAJECTORY_SHAPE}"
+            ) from None
+        raise _as_invalid("trajectory", exc) from None
 
 
 def _options(value: Any, field: str) -> Mapping[str, Any]:
