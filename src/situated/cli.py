@@ -7,7 +7,12 @@ rendered briefing (what an agent reads) and JSON with `--json`. A domain error
 and exit code 1; a usage mistake (unknown option, missing argument, a value of the wrong type) is
 one line too, `error: <what click says> (see: <command> --help)`, and exit code 2. Never a
 traceback: every argument is checked by the library before anything is read or written.
+
+Only typer, click and apsw are imported with the module: the library (numpy, the store, the
+models, rich) is imported by the command that needs it, so `situated --help` stays fast.
 """
+
+from __future__ import annotations
 
 import json
 import math
@@ -19,29 +24,26 @@ from dataclasses import asdict, dataclass, is_dataclass
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import apsw
 import click
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 from typer.core import TyperGroup
 
-from situated import arguments as args
-from situated.config import Settings as Config
-from situated.config import load_settings
-from situated.embed import DEFAULT_EMBEDDER, available_embedders
+from situated.defaults import DEFAULT_DB, DEFAULT_EMBEDDER, DEFAULT_RECONSTRUCTOR
 from situated.errors import InvalidInput, SituatedError
-from situated.memory import Memory
-from situated.models import OPEN_END, FactValue, MemoryRecord, Principal, State, validate_input
-from situated.recall.reconstruct import Policy
-from situated.store.ledger import LedgerEvent
-from situated.store.sqlite import Store
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from situated.config import Settings as Config
+    from situated.memory import Memory
+    from situated.models import FactValue, MemoryRecord, Principal, State
+    from situated.store.ledger import LedgerEvent
 
 DB_ENV = "SITUATED_DB"
-DEFAULT_DB = "situated.db"
 
 
 class _Group(TyperGroup):
@@ -160,6 +162,8 @@ def _root(
     Settings also come from SITUATED_* environment variables and from situated.toml (or
     [tool.situated] in pyproject.toml) in the working directory; options given here win.
     """
+    from situated.config import load_settings
+
     config = load_settings(db=db, embedder=embedder, reconstructor=reconstructor)
     ctx.obj = Settings(db=config.db or Path(DEFAULT_DB), embedder=config.embedder,
                        reconstructor=config.reconstructor, config=config)
@@ -231,6 +235,8 @@ Namespace = Annotated[
 
 
 def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str) -> Principal:
+    from situated.models import Principal, validate_input
+
     return validate_input(
         "principal",
         lambda: Principal(tenant=tenant, roles=frozenset(roles or ()), clearance=clearance,
@@ -240,12 +246,16 @@ def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str)
 
 @contextmanager
 def _memory(ctx: typer.Context) -> Iterator[Memory]:
+    from situated import arguments as args
+    from situated.memory import Memory
+
     settings: Settings = ctx.obj
     path = Path(args.path(settings.db, "db"))
     if not path.parent.exists():
         raise InvalidInput("db", f"directory {str(path.parent)!r} does not exist")
     mem = Memory(path, embedder=settings.embedder or _stored_embedder(path) or DEFAULT_EMBEDDER,
-                 reconstructor=settings.reconstructor or "rules", settings=settings.config)
+                 reconstructor=settings.reconstructor or DEFAULT_RECONSTRUCTOR,
+                 settings=settings.config)
     try:
         yield mem
     finally:
@@ -254,6 +264,9 @@ def _memory(ctx: typer.Context) -> Iterator[Memory]:
 
 def _stored_embedder(path: Path) -> str | None:
     """The registered embedder name an existing store was created with, if any."""
+    from situated.embed import available_embedders
+    from situated.store.sqlite import Store
+
     if not path.exists():
         return None
     store = Store(path)
@@ -317,6 +330,8 @@ def _state(text: str | None, facts: list[str] | None) -> State | None:
     parsed = parse_facts(facts or ())
     if not (text or "").strip() and not parsed:
         return None
+    from situated.models import State, validate_input
+
     return validate_input("state", lambda: State(text or "", facts=parsed))
 
 
@@ -364,16 +379,24 @@ def event_json(ev: LedgerEvent) -> dict[str, Any]:
 
 
 def _iso(ts: float) -> str:
+    from situated.models import OPEN_END
+
     if ts >= OPEN_END:
         return "open"
     return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
 
 
-def _console() -> Console:
-    return Console(soft_wrap=False, highlight=False)
+def _console(**options: Any) -> Console:
+    """A rich console (rich is imported here, by the commands that print for people)."""
+    from rich.console import Console
+
+    return Console(**({"soft_wrap": False, "highlight": False} | options))
 
 
 def _kv_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
@@ -424,6 +447,9 @@ def _record_rows(rec: MemoryRecord) -> list[tuple[str, Any]]:
 
 
 def _events_table(title: str, events: Iterable[LedgerEvent]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=title, title_justify="left")
     table.add_column("seq", no_wrap=True)
     table.add_column("when", min_width=10)
@@ -441,6 +467,9 @@ def _events_table(title: str, events: Iterable[LedgerEvent]) -> Table:
 
 
 def _records_table(title: str, records: Iterable[MemoryRecord]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=title, title_justify="left")
     for col in ("id", "kind", "namespace", "state", "utility"):
         table.add_column(col, no_wrap=True)
@@ -590,6 +619,9 @@ def recall(
     as_json: Annotated[bool, typer.Option("--json", help="The whole briefing as JSON.")] = False,
 ) -> None:
     """Compile guidance for the present state: served items and typed rejections."""
+    from situated.models import State
+    from situated.recall.reconstruct import Policy
+
     me = _principal(tenant, role, clearance, actor)
     present = _state(state, fact) or State("")
     tools = _split(allow_tool)
@@ -1004,7 +1036,7 @@ def eval_(
         if not (agent_url and agent_model):
             raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
         agent = LLMAgent(agent_url, agent_model, api_key=agent_key)
-    run_eval(scenarios or None, parse_seeds(seeds), quick, out, Console(),
+    run_eval(scenarios or None, parse_seeds(seeds), quick, out, _console(highlight=True),
              embedder=settings.embedder or DEFAULT_EMBEDDER, arms=parse_arms(arms), agent=agent)
 
 
@@ -1037,7 +1069,8 @@ def eval_locomo(
     from situated.eval.conversations import run_locomo
 
     settings: Settings = ctx.obj
-    run_locomo(quick, out, Console(), embedder=settings.embedder or DEFAULT_EMBEDDER,
+    run_locomo(quick, out, _console(highlight=True),
+               embedder=settings.embedder or DEFAULT_EMBEDDER,
                source_state=source_state.value)
 
 
@@ -1052,7 +1085,8 @@ def eval_longmemeval(
     from situated.eval.conversations import run_longmemeval
 
     settings: Settings = ctx.obj
-    run_longmemeval(quick, out, Console(), embedder=settings.embedder or DEFAULT_EMBEDDER,
+    run_longmemeval(quick, out, _console(highlight=True),
+                    embedder=settings.embedder or DEFAULT_EMBEDDER,
                     source_state=source_state.value)
 
 
@@ -1076,7 +1110,8 @@ def eval_scienceworld(
     from situated.eval.envs import run_scienceworld
 
     settings: Settings = ctx.obj
-    run_scienceworld(quick, out, Console(), tasks=tasks.split(",") if tasks else None,
+    run_scienceworld(quick, out, _console(highlight=True),
+                     tasks=tasks.split(",") if tasks else None,
                      variations=variations, seed=seed,
                      embedder=settings.embedder or DEFAULT_EMBEDDER)
 
@@ -1092,7 +1127,7 @@ def demo(
     from situated.demo import run_demo
 
     settings: Settings = ctx.obj
-    run_demo(Console(highlight=False), settings.embedder or DEFAULT_EMBEDDER, keep=keep)
+    run_demo(_console(), settings.embedder or DEFAULT_EMBEDDER, keep=keep)
 
 
 def main() -> None:

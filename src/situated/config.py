@@ -32,6 +32,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from situated.defaults import ENDPOINT_EMBEDDERS, ENDPOINT_RECONSTRUCTORS
 from situated.errors import InvalidInput
 
 ENV_PREFIX = "SITUATED_"
@@ -39,11 +40,6 @@ TOML_FILE = "situated.toml"
 PYPROJECT_TABLE = ("tool", "situated")
 
 _ENDPOINT_OPTIONS = ("base_url", "model", "api_key", "timeout", "max_retries")
-ENDPOINT_EMBEDDERS = frozenset({"openai"})
-"""Embedders that take the `embedder_*` endpoint settings (and any the settings name)."""
-ENDPOINT_RECONSTRUCTORS = frozenset({"llm"})
-"""Reconstructors that take the `reconstructor_*` endpoint settings (and any the settings
-name)."""
 
 
 class Settings(BaseSettings):

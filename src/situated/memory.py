@@ -14,20 +14,20 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
 from situated import arguments as args
 from situated.conditions import parse_condition
-from situated.config import (
+from situated.defaults import (
+    DEFAULT_DB,
+    DEFAULT_EMBEDDER,
+    DEFAULT_RECONSTRUCTOR,
     ENDPOINT_EMBEDDERS,
     ENDPOINT_RECONSTRUCTORS,
-    Settings,
-    load_settings,
-    where,
 )
-from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
+from situated.embed import Embedder, get_embedder
 from situated.embed.base import Vector
 from situated.errors import (
     FeedbackConflict,
@@ -91,10 +91,11 @@ from situated.write.gates import (
 )
 from situated.write.promotion import AutoPromote, PromotionPolicy
 
+if TYPE_CHECKING:
+    from situated.config import Settings
+
 TimeLike = datetime | float | int | str | None
 T = TypeVar("T")
-DEFAULT_DB = "situated.db"
-DEFAULT_RECONSTRUCTOR = "rules"
 
 
 class _FromSettings(enum.Enum):
@@ -242,12 +243,16 @@ class Memory:
     ) -> None:
         # every argument is checked before the file is opened (or created)
         if settings is not None:
+            from situated.config import Settings
+
             args.instance(settings, "settings", Settings, "situated.config.Settings")
         elif (
             FROM_SETTINGS in (path, embedder, reconstructor)
             or (isinstance(embedder, str) and embedder in ENDPOINT_EMBEDDERS)
             or (isinstance(reconstructor, str) and reconstructor in ENDPOINT_RECONSTRUCTORS)
         ):  # otherwise nothing is left to the settings: they are not read
+            from situated.config import load_settings
+
             settings = load_settings()
         if path is FROM_SETTINGS:
             assert settings is not None
@@ -1298,6 +1303,8 @@ def _plugin(
             raise InvalidInput(f"settings.{kind}_{exc.field}", exc.message) from None
         if exc.field in given or exc.field not in _ENDPOINT_FIELDS:
             raise InvalidInput(f"{field}.{exc.field}", exc.message) from None
+        from situated.config import where
+
         raise InvalidInput(  # an endpoint option that nobody set
             f"{field}.{exc.field}",
             f"{exc.message}; for {kind} {name!r} set {where(kind, exc.field)} (or "
