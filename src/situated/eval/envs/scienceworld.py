@@ -811,6 +811,8 @@ def run_scienceworld(
         for t in trajectories:
             fh.write(json.dumps(t) + "\n")
     print_tables(result, console)
+    if not result["plots"]:
+        console.print("plots skipped: matplotlib is not installed (pip install 'situated[eval]')")
     return result
 
 
