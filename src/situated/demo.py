@@ -197,7 +197,7 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
                        name="globex-support-bot")
     reviewer = Principal("acme", roles={"reviewer"}, name="acme-reviewer")
     admin = Principal("acme", roles={"admin"}, name="acme-privacy-officer")
-    with Memory(path, embedder=embedder_name) as mem:
+    with Memory(path, embedder=embedder_name, reconstructor="rules") as mem:
         _intro(console, mem)
 
         # 1. acme writes what its agent learned

@@ -685,7 +685,7 @@ def _diagnostics(scored: Scored, gold_unit: str) -> dict[str, Any]:
 
 
 def _open(tmp: str, embedder: str) -> Memory:
-    return Memory(Path(tmp) / "conversations.db", embedder=embedder)
+    return Memory(Path(tmp) / "conversations.db", embedder=embedder, reconstructor="rules")
 
 
 def _config(

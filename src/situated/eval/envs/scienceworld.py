@@ -759,7 +759,7 @@ def run_scienceworld(
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     t_start = time.perf_counter()
     principal = Principal(tenant=TENANT, name="sw-agent")
-    mem = Memory(db, embedder=cfg.embedder)
+    mem = Memory(db, embedder=cfg.embedder, reconstructor="rules")
     env = SWEnv()
     build: list[BuildStats] = []
     trajectories: list[dict[str, Any]] = []
