@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("numpy", "pydantic", "pydantic_settings", "openai", "rich", "apsw.ext", "tokenizers",
+HEAVY = ("numpy", "pydantic", "pydantic_settings", "openai", "rich", "tokenizers",
          "disarm", "detect_secrets", "phonenumbers", "matplotlib", "situated.memory")
 
 
