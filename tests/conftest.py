@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +29,10 @@ def _loopback_only(self: socket.socket, address: object) -> None:
 
 @pytest.fixture(autouse=True)
 def _hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # no situated.toml or pyproject.toml of the caller's is read
+    for name in list(os.environ):  # nor the caller's configuration or keys
+        if name.startswith(("SITUATED_", "OPENAI_")):
+            monkeypatch.delenv(name)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("SITUATED_DB", str(tmp_path / "env.db"))
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)

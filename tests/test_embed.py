@@ -323,7 +323,8 @@ def test_openai_success(server: FakeEmbeddingsServer) -> None:
     [request] = server.requests
     assert request["path"] == "/v1/embeddings"
     assert request["auth"] == "Bearer sk-test"
-    assert request["body"] == {"model": "tiny-embed", "input": [texts[0], texts[2]]}
+    assert request["body"] == {"model": "tiny-embed", "input": [texts[0], texts[2]],
+                               "encoding_format": "float"}
     assert embedder.name == "openai:tiny-embed"
     assert embedder.model_ref == "openai:tiny-embed@1:8"
 
@@ -350,7 +351,7 @@ def test_openai_first_batch_discovers_dim(server: FakeEmbeddingsServer) -> None:
 def test_openai_http_500(server: FakeEmbeddingsServer) -> None:
     server.mode = "500"
     with pytest.raises(ModelError, match="HTTP 500"):
-        OpenAIEmbedder(server.url, "tiny-embed", dim=8).embed_one("hello")
+        OpenAIEmbedder(server.url, "tiny-embed", dim=8, max_retries=0).embed_one("hello")
 
 
 def test_openai_malformed_json(server: FakeEmbeddingsServer) -> None:
@@ -361,7 +362,7 @@ def test_openai_malformed_json(server: FakeEmbeddingsServer) -> None:
 
 def test_openai_timeout(server: FakeEmbeddingsServer) -> None:
     server.mode = "slow"
-    embedder = OpenAIEmbedder(server.url, "tiny-embed", dim=8, timeout=0.2)
+    embedder = OpenAIEmbedder(server.url, "tiny-embed", dim=8, timeout=0.2, max_retries=0)
     started = time.monotonic()
     with pytest.raises(ModelError, match=r"timed out after 0\.2s"):
         embedder.embed_one("hello")
@@ -379,7 +380,8 @@ def test_openai_connection_refused() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(ModelError, match="failed"):
-        OpenAIEmbedder(f"http://127.0.0.1:{port}", "tiny-embed", dim=8).embed_one("hello")
+        OpenAIEmbedder(f"http://127.0.0.1:{port}", "tiny-embed", dim=8,
+                       max_retries=0).embed_one("hello")
 
 
 @pytest.mark.parametrize(

@@ -339,12 +339,12 @@ def test_schema_is_strict_mode_compatible() -> None:
 def test_http_error_raises(srv: OpenAIStub, status: int) -> None:
     srv.chat.push(error_reply(status, "model crashed"))
     with pytest.raises(ModelError, match=f"HTTP {status}"):
-        LLMReconstructor(srv.url, "m").reconstruct(item())
+        LLMReconstructor(srv.url, "m", max_retries=0).reconstruct(item())
 
 
 def test_timeout_raises_promptly(srv: OpenAIStub) -> None:
     srv.chat.push(chat_reply(VALID, delay=3.0))
-    llm = LLMReconstructor(srv.url, "m", timeout=0.3)
+    llm = LLMReconstructor(srv.url, "m", timeout=0.3, max_retries=0)
     start = time.perf_counter()
     with pytest.raises(ModelError, match=r"timed out after 0\.3s"):
         llm.reconstruct(item())
@@ -355,12 +355,13 @@ def test_timeout_raises_promptly(srv: OpenAIStub) -> None:
 def test_dropped_connection_and_refused_port_raise(srv: OpenAIStub) -> None:
     srv.chat.push(Reply(drop=True))
     with pytest.raises(ModelError, match="failed"):
-        LLMReconstructor(srv.url, "m").reconstruct(item())
+        LLMReconstructor(srv.url, "m", max_retries=0).reconstruct(item())
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, not listening: connection refused
         with pytest.raises(ModelError, match="failed"):
-            LLMReconstructor(f"http://127.0.0.1:{port}", "m", timeout=2).reconstruct(item())
+            LLMReconstructor(f"http://127.0.0.1:{port}", "m", timeout=2,
+                             max_retries=0).reconstruct(item())
 
 
 def test_refusal_and_truncation_raise(srv: OpenAIStub) -> None:
@@ -410,7 +411,8 @@ LLM_GUIDANCE = "Offer the prorated refund for the 45 days since purchase."
 
 def llm_memory(tmp_path: Path, srv: OpenAIStub, timeout: float = 5.0) -> tuple[Memory, str]:
     mem = Memory(tmp_path / "m.db", embedder="hash",
-                 reconstructor=LLMReconstructor(srv.url, "test-model", timeout=timeout))
+                 reconstructor=LLMReconstructor(srv.url, "test-model", timeout=timeout,
+                                                max_retries=0))
     rec = mem.add(LESSON, principal=ME, kind="lesson", namespace="refunds", state=SOURCE,
                   action="offered the prorated amount", success=True, conditions=CONDITIONS)
     return mem, rec.id

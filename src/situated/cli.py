@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from situated.cli_common import (
     DB_ENV,
@@ -81,11 +82,13 @@ app = typer.Typer(
 def _root(
     ctx: typer.Context,
     db: Annotated[
-        Path,
+        Path | None,
         typer.Option(
-            "--db", envvar=DB_ENV, metavar="PATH", help=f"The SQLite file (env {DB_ENV})."
+            "--db", envvar=DB_ENV, metavar="PATH",
+            help=f"The SQLite file (env {DB_ENV}; default: db in situated.toml, else "
+            f"{DEFAULT_DB}).",
         ),
-    ] = Path(DEFAULT_DB),
+    ] = None,
     embedder: Annotated[
         str | None,
         typer.Option(
@@ -93,12 +96,53 @@ def _root(
             envvar="SITUATED_EMBEDDER",
             metavar="NAME",
             help="Embedder name (hash, minilm-static, openai, or a plugin). Default: the one "
-            f"the store was created with, else {DEFAULT_EMBEDDER}.",
+            f"the store was created with, else {DEFAULT_EMBEDDER}. openai takes its endpoint "
+            "from SITUATED_EMBEDDER_MODEL, SITUATED_EMBEDDER_BASE_URL (or OPENAI_BASE_URL) "
+            "and OPENAI_API_KEY, or situated.toml.",
+        ),
+    ] = None,
+    reconstructor: Annotated[
+        str | None,
+        typer.Option(
+            "--reconstructor",
+            envvar="SITUATED_RECONSTRUCTOR",
+            metavar="NAME",
+            help="Reconstructor name (rules, learned, llm, or a plugin). Default: rules. llm "
+            "takes its endpoint from SITUATED_RECONSTRUCTOR_MODEL, "
+            "SITUATED_RECONSTRUCTOR_BASE_URL (or OPENAI_BASE_URL) and OPENAI_API_KEY, or "
+            "situated.toml.",
         ),
     ] = None,
 ) -> None:
-    """Experience memory for LLM agents, compiled at recall instead of replayed from storage."""
-    ctx.obj = Settings(db=db, embedder=embedder)
+    """Experience memory for LLM agents, compiled at recall instead of replayed from storage.
+
+    Settings also come from SITUATED_* environment variables and from situated.toml (or
+    [tool.situated] in pyproject.toml) in the working directory; options given here win.
+    """
+    from situated.config import load_settings
+
+    config = load_settings(db=db, embedder=embedder, reconstructor=reconstructor)
+    ctx.obj = Settings(db=config.db or Path(DEFAULT_DB), embedder=config.embedder,
+                       reconstructor=config.reconstructor, config=config)
+    defaults = _principal_defaults(config)
+    if defaults:  # the configured principal: below options and their env, above built-ins
+        ctx.default_map = {name: defaults for name in _app_commands(ctx)}
+
+
+def _principal_defaults(config: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for param, value in (("tenant", config.tenant), ("clearance", config.clearance),
+                         ("actor", config.actor)):
+        if value is not None:
+            out[param] = value
+    if config.roles is not None:
+        out["role"] = list(config.roles)
+    return out
+
+
+def _app_commands(ctx: typer.Context) -> list[str]:
+    group = ctx.command
+    return list(group.list_commands(ctx)) if isinstance(group, TyperGroup) else []
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -529,7 +573,22 @@ def learn(
     clearance: Clearance = "internal",
     actor: Actor = "cli",
 ) -> None:
-    """Distil a finished episode into lesson proposals (format: situated.write.distill)."""
+    """Distil a finished episode into lesson proposals, one JSON line each.
+
+    The trajectory is one JSON object:
+
+    \b
+      {"episode_id": "ep-17", "task": "boil water", "namespace": "kitchen",
+       "steps": [{"observation": "You are in the kitchen. The stove is off.",
+                  "facts": {"room": "kitchen", "stove_on": false},
+                  "action": "turn on stove", "result": "The stove is now on."}],
+       "outcome": {"success": true, "reward": 1.0}}
+
+    Required: episode_id, task, steps (1 to 500) and outcome.success. Optional: namespace
+    (default "default"), outcome.reward, and in each step observation, facts (flat: string,
+    number, true/false or null values), action and result. Text that is not such an object is
+    refused with the field named; nothing is written.
+    """
     me = _principal(tenant, role, clearance, actor)
     try:
         text = sys.stdin.read() if str(trajectory) == "-" else trajectory.read_text("utf-8")

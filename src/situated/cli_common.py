@@ -25,6 +25,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from situated import arguments as args
+from situated.defaults import DEFAULT_RECONSTRUCTOR
 from situated.embed import DEFAULT_EMBEDDER, available_embedders
 from situated.errors import InvalidInput, SituatedError
 from situated.memory import Memory
@@ -99,6 +100,9 @@ class Settings:
 
     db: Path
     embedder: str | None
+    reconstructor: str | None = None
+    config: Any = None
+    """Everything `situated.config` read (a `situated.config.Settings`), options applied."""
 
 
 # -- shared options --------------------------------------------------------------------------
@@ -161,7 +165,9 @@ def _memory(ctx: typer.Context) -> Iterator[Memory]:
     path = Path(args.path(settings.db, "db"))
     if not path.parent.exists():
         raise InvalidInput("db", f"directory {str(path.parent)!r} does not exist")
-    mem = Memory(path, embedder=settings.embedder or _stored_embedder(path) or DEFAULT_EMBEDDER)
+    mem = Memory(path, embedder=settings.embedder or _stored_embedder(path) or DEFAULT_EMBEDDER,
+                 reconstructor=settings.reconstructor or DEFAULT_RECONSTRUCTOR,
+                 settings=settings.config)
     try:
         yield mem
     finally:
@@ -180,6 +186,8 @@ def _stored_embedder(path: Path) -> str | None:
     if ref is None:
         return None
     name = ref.split("@", 1)[0]
+    if name.startswith("openai:"):  # its model and endpoint come from the settings
+        return "openai"
     return name if name in available_embedders() else None
 
 
@@ -289,8 +297,9 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
 
 
-def _console() -> Console:
-    return Console(soft_wrap=False, highlight=False)
+def _console(**options: Any) -> Console:
+    """A rich console for people (no soft wrap, no highlighting unless asked)."""
+    return Console(**({"soft_wrap": False, "highlight": False} | options))
 
 
 def _kv_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:

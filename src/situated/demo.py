@@ -201,7 +201,8 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
     # the namespace declares its tool allow-list for writes as well as for recall: an agent's
     # lesson naming a tool the namespace does not declare is held for review
     write_policies = {NAMESPACE: WritePolicy(allowed_tools=ALLOWED_TOOLS)}
-    with Memory(path, embedder=embedder_name, write_policies=write_policies) as mem:
+    with Memory(path, embedder=embedder_name, reconstructor="rules",
+                write_policies=write_policies) as mem:
         _intro(console, mem)
 
         # 1. acme writes what its agent learned

@@ -1,73 +1,138 @@
 """One client for OpenAI-compatible HTTP endpoints (embeddings, chat completions).
 
-Used by the `openai` embedder, the `llm` reconstructor and the evaluation's LLM agent. Nothing
-touches the network at import or construction; every failure is a `ModelError`.
+Used by the `openai` embedder, the `llm` reconstructor and the evaluation's LLM agent. The
+transport is the official `openai` client: retries with exponential backoff and jitter on
+connection errors, timeouts, 408, 409, 429 and 5xx (honouring `Retry-After`), a timeout per
+attempt, and the standard `OPENAI_BASE_URL` / `OPENAI_API_KEY` when no base URL or key is
+given. The answer's body is validated here, not by the client, so a server that answers
+something malformed is a `ModelError` like any other failure.
+
+Nothing touches the network, and `openai` is not imported, at import or construction.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
 from situated.errors import InvalidInput, ModelError
 
 if TYPE_CHECKING:
-    import httpx
+    import openai
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MAX_RETRIES = 2
+"""Retries after the first attempt (the `openai` client's own default)."""
+MAX_RETRIES = 10
+_ROUTES = ("chat/completions", "embeddings")
 
 
-def endpoint_url(base_url: str, path: str) -> str:
-    """`{base_url}/v1/{path}`, accepting a base URL with or without the trailing `/v1`."""
+def endpoint_url(base_url: str | None, path: str) -> str:
+    """`{base_url}/v1/{path}`, accepting a base URL with or without the trailing `/v1`.
+
+    Without a base URL, `OPENAI_BASE_URL` is used, else OpenAI's own API.
+    """
+    if base_url is None:
+        base_url = os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
         raise InvalidInput("base_url", f"must start with http:// or https://, got {base_url!r}")
     root = base_url.rstrip("/")
     return (root if root.endswith("/v1") else f"{root}/v1") + "/" + path.lstrip("/")
 
 
+def check_retries(max_retries: object) -> int:
+    """`max_retries` as an int from 0 to `MAX_RETRIES`, or `InvalidInput`."""
+    if (
+        isinstance(max_retries, bool)
+        or not isinstance(max_retries, int)
+        or not 0 <= max_retries <= MAX_RETRIES
+    ):
+        raise InvalidInput("max_retries", f"must be an integer from 0 to {MAX_RETRIES}, "
+                           f"got {max_retries!r}")
+    return max_retries
+
+
 class Endpoint:
-    """A lazily opened, thread-safe HTTP client for one endpoint URL.
+    """A lazily opened, thread-safe `openai` client for one endpoint URL.
 
     Args:
-        url: the full endpoint URL (see `endpoint_url`).
-        api_key: sent as a bearer token when given; never logged or recorded.
-        timeout: seconds per request.
+        url: the full endpoint URL (see `endpoint_url`), ending in `/v1/chat/completions` or
+            `/v1/embeddings`.
+        api_key: sent as a bearer token; when None, `OPENAI_API_KEY` is read at the first
+            request, and without either no `Authorization` header is sent (local servers).
+            Never logged or recorded.
+        timeout: seconds per attempt.
+        max_retries: attempts after the first one on connection errors, timeouts, 408, 409,
+            429 and 5xx, with exponential backoff (0 turns retrying off).
     """
 
-    def __init__(self, url: str, api_key: str | None = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+    ) -> None:
+        root, sep, route = url.rpartition("/v1/")
+        if not sep or route not in _ROUTES:
+            raise InvalidInput("url", f"must end in /v1/{' or /v1/'.join(_ROUTES)}, got {url!r}")
         self.url = url
         self.timeout = timeout
+        self.max_retries = check_retries(max_retries)
+        self._base_url = root + "/v1"
+        self._route = route
         self._api_key = api_key
-        self._client: httpx.Client | None = None
+        self._client: openai.OpenAI | None = None
+        self._keyless = False
         self._lock = threading.Lock()
 
-    def _http(self) -> httpx.Client:
-        import httpx
+    def _openai(self) -> openai.OpenAI:
+        import openai
 
         with self._lock:
             if self._client is None:
-                headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-                self._client = httpx.Client(timeout=self.timeout, headers=headers)
+                key = self._api_key or os.environ.get("OPENAI_API_KEY")
+                # the client insists on a key; without one, requests omit the header
+                self._keyless = not key
+                self._client = openai.OpenAI(
+                    base_url=self._base_url,
+                    api_key=key or "unused",
+                    timeout=self.timeout,
+                    max_retries=self.max_retries,
+                )
             return self._client
 
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST JSON; returns the JSON object answered, or raises `ModelError`."""
-        import httpx
+        import openai
 
+        client = self._openai()
+        if self._keyless:  # a local server without a key: no Authorization header at all
+            body = body | {"extra_headers": {"Authorization": openai.Omit()}}
+        attempts = f"{self.max_retries + 1} attempt{'s' if self.max_retries else ''}"
         try:
-            response = self._http().post(self.url, json=body)
-        except httpx.TimeoutException as exc:
-            raise ModelError(f"{self.url} timed out after {self.timeout}s") from exc
-        except httpx.HTTPError as exc:
-            raise ModelError(f"{self.url} failed: {exc}") from exc
-        if response.status_code >= 400:
+            if self._route == "embeddings":
+                raw = client.embeddings.with_raw_response.create(**body)
+            else:
+                raw = client.chat.completions.with_raw_response.create(**body)
+            text = raw.text
+        except openai.APITimeoutError as exc:
+            raise ModelError(f"{self.url} timed out after {self.timeout}s ({attempts})") from exc
+        except openai.APIStatusError as exc:
             raise ModelError(
-                f"{self.url} returned HTTP {response.status_code}: {response.text[:200]!r}"
-            )
-        try:
-            payload = response.json()
-        except ValueError as exc:
-            raise ModelError(
-                f"{self.url} returned malformed JSON: {response.text[:200]!r}"
+                f"{self.url} returned HTTP {exc.status_code} ({attempts}): "
+                f"{exc.response.text[:200]!r}"
             ) from exc
+        except openai.APIConnectionError as exc:
+            raise ModelError(f"{self.url} failed ({attempts}): {exc}") from exc
+        except openai.OpenAIError as exc:
+            raise ModelError(f"{self.url} failed: {exc}") from exc
+        try:
+            payload = json.loads(text)
+        except ValueError as exc:
+            raise ModelError(f"{self.url} returned malformed JSON: {text[:200]!r}") from exc
         if not isinstance(payload, dict):
             raise ModelError(f"{self.url} returned {type(payload).__name__}, not an object")
         return payload

@@ -3,21 +3,31 @@
 from __future__ import annotations
 
 import builtins
+import enum
 import hashlib
 import json
 import logging
+import os
 import re
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import ValidationError
 
 from situated import arguments as args
 from situated.conditions import parse_condition
-from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
+from situated.defaults import (
+    DEFAULT_DB,
+    DEFAULT_EMBEDDER,
+    DEFAULT_RECONSTRUCTOR,
+    ENDPOINT_EMBEDDERS,
+    ENDPOINT_RECONSTRUCTORS,
+)
+from situated.embed import Embedder, get_embedder
 from situated.embed.base import Vector
 from situated.errors import (
     FeedbackConflict,
@@ -48,6 +58,7 @@ from situated.models import (
     Source,
     State,
     Validity,
+    _as_invalid,
     content_fingerprint,
     parse_authority,
     parse_kind,
@@ -85,7 +96,20 @@ from situated.write.gates import (
 )
 from situated.write.promotion import AutoPromote, PromotionPolicy
 
+if TYPE_CHECKING:
+    from situated.config import Settings
+
 TimeLike = datetime | float | int | str | None
+T = TypeVar("T")
+
+
+class _FromSettings(enum.Enum):
+    """The default of `Memory`'s path, embedder and reconstructor: taken from the settings."""
+
+    TOKEN = "from settings"
+
+
+FROM_SETTINGS = _FromSettings.TOKEN
 _ADDITIONAL = re.compile(r"\b(also|another|additional(ly)?|as well|in addition|too)\b", re.I)
 MAX_K = 100
 MAX_BUDGET_TOKENS = 32_000
@@ -177,13 +201,24 @@ class Memory:
     One `Memory` is used by one thread at a time: open one per thread or process; any number
     of them may use the same file at once (WAL, busy timeout, retries).
 
+    Arguments left out come from the settings (`situated.config`: `SITUATED_*` environment
+    variables, `situated.toml`, `[tool.situated]` in pyproject.toml), read when `Memory` is
+    built; arguments given always win.
+
     Args:
         path: the SQLite file, a `str` or `os.PathLike` (created if absent). One file holds
-            everything. Every argument is checked before the file is opened.
-        embedder: an `Embedder` or a registered name (default: the shipped static model).
-        reconstructor: a `Reconstructor` or a registered name (default: `rules`; `learned`;
-            `llm`, which needs `reconstructor_options={"base_url": ..., "model": ...}`).
-        reconstructor_options: keyword arguments for a reconstructor given by name.
+            everything. Every argument is checked before the file is opened. Default: the
+            `db` setting, else `situated.db`.
+        embedder: an `Embedder` or a registered name (default: the `embedder` setting, else
+            the shipped static model; `openai` takes its endpoint from `embedder_options` or
+            the `embedder_*` settings).
+        embedder_options: keyword arguments for an embedder given by name, over the settings'.
+        reconstructor: a `Reconstructor` or a registered name (default: the `reconstructor`
+            setting, else `rules`; `learned`; `llm`, which needs a model:
+            `reconstructor_options={"base_url": ..., "model": ...}` or the
+            `reconstructor_*` settings).
+        reconstructor_options: keyword arguments for a reconstructor given by name, over the
+            settings'.
         promotion: decides whether a proposal is promoted at once or held for review.
         lifecycle: thresholds for demotion and revival.
         write_policies: per-namespace write policy (allowed tools, consent, review), `"*"`
@@ -193,25 +228,44 @@ class Memory:
             eligibility columns, a BM25 index) resident, kept current from the ledger; 0 turns
             it off and every search runs in SQLite (sqlite-vec and `store.lexical`). See
             `situated.store.resident`.
+        settings: the settings to use instead of reading them (`situated.config.load_settings`).
     """
 
     def __init__(
         self,
-        path: str | Path = "situated.db",
+        path: str | os.PathLike[str] | _FromSettings = FROM_SETTINGS,
         *,
-        embedder: str | Embedder = DEFAULT_EMBEDDER,
-        reconstructor: str | Reconstructor = "rules",
+        embedder: str | Embedder | _FromSettings = FROM_SETTINGS,
+        embedder_options: Mapping[str, Any] | None = None,
+        reconstructor: str | Reconstructor | _FromSettings = FROM_SETTINGS,
         reconstructor_options: Mapping[str, Any] | None = None,
         promotion: PromotionPolicy | None = None,
         lifecycle: LifecycleRules | None = None,
         write_policies: Mapping[str, WritePolicy] | None = None,
         gates: Sequence[Gate] = DEFAULT_GATES,
         resident_mb: float = DEFAULT_RESIDENT_MB,
+        settings: Settings | None = None,
     ) -> None:
         # every argument is checked before the file is opened (or created)
+        if settings is not None:
+            from situated.config import Settings
+
+            args.instance(settings, "settings", Settings, "situated.config.Settings")
+        elif (
+            FROM_SETTINGS in (path, embedder, reconstructor)
+            or (isinstance(embedder, str) and embedder in ENDPOINT_EMBEDDERS)
+            or (isinstance(reconstructor, str) and reconstructor in ENDPOINT_RECONSTRUCTORS)
+        ):  # otherwise nothing is left to the settings: they are not read
+            from situated.config import load_settings
+
+            settings = load_settings()
+        if path is FROM_SETTINGS:
+            assert settings is not None
+            path = settings.db or DEFAULT_DB
         file = args.path(path)
         args.number(resident_mb, "resident_mb", 0, MAX_RESIDENT_MB)  # 0 turns the index off
-        options = dict(_options(reconstructor_options))
+        given_embedder_options = _options(embedder_options, "embedder_options")
+        given_reconstructor_options = _options(reconstructor_options, "reconstructor_options")
         self.promotion: PromotionPolicy = (
             AutoPromote() if promotion is None
             else args.has_methods(promotion, "promotion", "decide")
@@ -225,17 +279,26 @@ class Memory:
             args.has_methods(g, f"gates[{n}]", "check")
             for n, g in enumerate(args.items(gates, "gates"))
         )
+        if embedder is FROM_SETTINGS:
+            assert settings is not None
+            embedder = settings.embedder or DEFAULT_EMBEDDER
         if isinstance(embedder, str):
-            self.embedder = get_embedder(args.label(embedder, "embedder"))
+            name = args.label(embedder, "embedder")
+            self.embedder = _plugin(
+                get_embedder, name, "embedder", given_embedder_options,
+                settings.embedder_options(name) if settings else {},
+            )
         else:
             self.embedder = args.instance(embedder, "embedder", Embedder, "an Embedder or a name")
+        if reconstructor is FROM_SETTINGS:
+            assert settings is not None
+            reconstructor = settings.reconstructor or DEFAULT_RECONSTRUCTOR
         if isinstance(reconstructor, str):
-            try:
-                self.reconstructor = get_reconstructor(
-                    args.label(reconstructor, "reconstructor"), **options
-                )
-            except TypeError as exc:  # options the factory does not take
-                raise InvalidInput("reconstructor_options", str(exc)) from None
+            name = args.label(reconstructor, "reconstructor")
+            self.reconstructor = _plugin(
+                get_reconstructor, name, "reconstructor", given_reconstructor_options,
+                settings.reconstructor_options(name) if settings else {},
+            )
         else:
             self.reconstructor = args.instance(
                 reconstructor, "reconstructor", Reconstructor, "a Reconstructor or a name"
@@ -725,7 +788,13 @@ class Memory:
         """Distil a finished episode into lessons; each goes through the gates like `add`.
 
         Args:
-            trajectory: a `Trajectory`, its dict, or its JSON text (format in `write/distill`).
+            trajectory: a `Trajectory`, its dict, or its JSON text: one object with
+                `episode_id`, `task`, `steps` (each with `observation`, `facts`, `action`,
+                `result`) and `outcome` (`success`, `reward`); see `situated.write.distill`.
+
+        Raises:
+            InvalidInput: the trajectory is not JSON, not an object, or a field is missing or
+                wrong (named, e.g. `trajectory.steps.0.facts`); nothing is written.
             principal: who proposes (tenant and actor).
             distiller: `RulesDistiller()` by default; an LLM distiller writes the same drafts.
 
@@ -737,7 +806,7 @@ class Memory:
             args.has_methods(distiller, "distiller", "distill")
         _source_level(source_classification)
         if isinstance(trajectory, str):
-            traj = validate_input("trajectory", lambda: Trajectory.from_json(trajectory))
+            traj = _trajectory_from_json(trajectory)
         elif isinstance(trajectory, Trajectory):
             traj = trajectory
         else:
@@ -1219,13 +1288,66 @@ def _source_level(value: Any) -> Classification | None:
     return None if value is None else args.choice(Classification, value, "source_classification")
 
 
-def _options(value: Any) -> Mapping[str, Any]:
-    """`reconstructor_options`: None or a mapping of keyword names to values."""
+TRAJECTORY_SHAPE = (
+    '{"episode_id": ..., "task": ..., "steps": [{"observation": ..., "facts": {...}, '
+    '"action": ..., "result": ...}], "outcome": {"success": true}}'
+)
+
+
+def _trajectory_from_json(text: str) -> Trajectory:
+    """`Trajectory.from_json`, each failure an `InvalidInput` naming `trajectory`."""
+    try:
+        return Trajectory.from_json(text)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        kind = err.get("type")
+        if kind == "json_invalid":
+            detail = str(err.get("msg", "")).removeprefix("Invalid JSON: ")
+            raise InvalidInput(
+                "trajectory", f"is not JSON ({detail}); expected one object: {TRAJECTORY_SHAPE}"
+            ) from None
+        if kind == "model_type" and not err.get("loc"):
+            raise InvalidInput(
+                "trajectory", f"must be a JSON object, like {TRAJECTORY_SHAPE}"
+            ) from None
+        raise _as_invalid("trajectory", exc) from None
+
+
+def _options(value: Any, field: str) -> Mapping[str, Any]:
+    """`embedder_options`, `reconstructor_options`: None or a mapping of keyword names."""
     if value is None:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise InvalidInput("reconstructor_options", "must be a mapping of option names")
+        raise InvalidInput(field, "must be a mapping of option names")
     return value
+
+
+def _plugin(
+    factory: Callable[..., T], name: str, kind: str, given: Mapping[str, Any],
+    configured: Mapping[str, Any],
+) -> T:
+    """Build plugin `name` with the settings' options under the `given` ones; a missing or
+    bad option is an `InvalidInput` naming where it can be set."""
+    field = f"{kind}_options"
+    try:
+        return factory(name, **{**configured, **given})
+    except TypeError as exc:  # options the factory does not take
+        raise InvalidInput(field, str(exc)) from None
+    except InvalidInput as exc:
+        if exc.field in configured and exc.field not in given:
+            raise InvalidInput(f"settings.{kind}_{exc.field}", exc.message) from None
+        if exc.field in given or exc.field not in _ENDPOINT_FIELDS:
+            raise InvalidInput(f"{field}.{exc.field}", exc.message) from None
+        from situated.config import where
+
+        raise InvalidInput(  # an endpoint option that nobody set
+            f"{field}.{exc.field}",
+            f"{exc.message}; for {kind} {name!r} set {where(kind, exc.field)} (or "
+            f"{field}={{{exc.field!r}: ...}})",
+        ) from None
+
+
+_ENDPOINT_FIELDS = frozenset({"base_url", "model", "api_key", "timeout", "max_retries"})
 
 
 def _write_policies(value: Any) -> dict[str, WritePolicy]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from situated.defaults import DEFAULT_EMBEDDER
 from situated.embed.base import Embedder
 from situated.embed.hashing import HashEmbedder
 from situated.embed.openai import OpenAIEmbedder
@@ -33,7 +34,6 @@ __all__ = [
 
 EmbedderFactory = Callable[..., Embedder]
 
-DEFAULT_EMBEDDER = "minilm-static"
 ENTRY_POINT_GROUP = "situated.embedders"
 
 _factories: dict[str, EmbedderFactory] = {}

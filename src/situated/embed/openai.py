@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from situated.embed.base import Embedder, Vector
-from situated.endpoint import Endpoint, endpoint_url
+from situated.endpoint import DEFAULT_MAX_RETRIES, Endpoint, endpoint_url
 from situated.errors import InvalidInput, ModelError
 
 _PROBE_TEXT = "dimension probe"
@@ -17,37 +17,45 @@ _PROBE_TEXT = "dimension probe"
 class OpenAIEmbedder(Embedder):
     """Embeddings from an OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp, ...).
 
-    Nothing is sent before the first embedding. Every failure of the endpoint (timeout,
-    connection error, HTTP error, a payload that does not validate) raises `ModelError`.
-    Empty texts are not sent (servers reject them) and get the zero vector.
+    Nothing is sent before the first embedding. Requests go through the official `openai`
+    client (retries with backoff on connection errors, timeouts, 429 and 5xx). Every failure
+    of the endpoint (timeout, connection error, HTTP error after the retries, a payload that
+    does not validate) raises `ModelError`. Empty texts are not sent (servers reject them)
+    and get the zero vector.
 
     Args:
-        base_url: The server's address, with or without the trailing `/v1`.
-        model: The model name sent with each request; the embedder is named `openai:<model>`.
-        api_key: Sent as a bearer token when given.
+        base_url: The server's address, with or without the trailing `/v1`; None for
+            `OPENAI_BASE_URL`, else OpenAI's API.
+        model: The model name sent with each request (required); the embedder is named
+            `openai:<model>`.
+        api_key: Sent as a bearer token; None for `OPENAI_API_KEY`, else no header.
         dim: The expected dimension; when None, it is learnt by embedding one probe text the
             first time it is needed (reading `dim` or `model_ref` counts).
-        timeout: Seconds allowed for each request.
+        timeout: Seconds allowed for each attempt.
+        max_retries: Attempts after the first one on a retryable failure (0: none).
     """
 
     version = "1"
 
     def __init__(
         self,
-        base_url: str,
-        model: str,
+        base_url: str | None = None,
+        model: str | None = None,
         api_key: str | None = None,
         dim: int | None = None,
         timeout: float = 30,
+        max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
-        url = endpoint_url(base_url, "embeddings")
-        if not model:
+        if model is None:
+            raise InvalidInput("model", "is required: the name of a model the server serves")
+        if not isinstance(model, str) or not model.strip():
             raise InvalidInput("model", "must not be empty")
+        url = endpoint_url(base_url, "embeddings")
         if dim is not None and dim < 1:
             raise InvalidInput("dim", f"must be positive, got {dim}")
         if timeout <= 0:
             raise InvalidInput("timeout", f"must be positive, got {timeout}")
-        self._endpoint = Endpoint(url, api_key, timeout)
+        self._endpoint = Endpoint(url, api_key, timeout, max_retries)
         self.url = url
         self.model = model
         self.name = f"openai:{model}"
@@ -87,7 +95,9 @@ class OpenAIEmbedder(Embedder):
 
     def _request(self, texts: list[str]) -> Vector:
         """POST texts to the endpoint; returns one validated row per text."""
-        payload = self._endpoint.post({"model": self.model, "input": texts})
+        payload = self._endpoint.post(
+            {"model": self.model, "input": texts, "encoding_format": "float"}
+        )
         return _parse(payload, len(texts), self.url)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,16 +38,31 @@ def default_tokenizer_path() -> Path:
     return _MODEL_DIR / "tokenizer.json"
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Model:
     """A loaded static model: everything `encode` needs."""
 
     tokenizer: Tokenizer
-    vectors: npt.NDArray[np.float32]  # (rows, dim)
+    vectors: npt.NDArray[np.floating[Any]]  # (rows, dim), as stored (float16 or float32)
     weights: npt.NDArray[np.float32] | None  # per token id, for vocabulary-quantized models
     mapping: npt.NDArray[np.int64] | None  # token id -> row of `vectors`
     unk_id: int | None
-    max_chars: int | None  # texts are cut to this many characters before tokenizing
+    max_length: int | None  # tokens kept per text
+    _max_chars: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def cut(self, texts: Sequence[str]) -> Sequence[str]:
+        """As model2vec: each text cut to `max_length` x (median token length) characters
+        before tokenizing. The median needs the whole vocabulary (tens of ms), so it is read
+        only when a text is longer than `max_length` characters, the shortest cut possible."""
+        if self.max_length is None or all(len(t) <= self.max_length for t in texts):
+            return texts
+        with self._lock:
+            if self._max_chars is None:
+                tokens = sorted(self.tokenizer.get_vocab().items(), key=lambda item: item[1])
+                median = int(np.median([len(token) for token, _ in tokens]))
+                self._max_chars = self.max_length * median
+        return [text[: self._max_chars] for text in texts]
 
 
 _LOADED: dict[tuple[Path, int], _Model] = {}
@@ -83,8 +98,7 @@ class StaticEmbedder(Embedder):
     def embed_batch(self, texts: Sequence[str]) -> Vector:
         """Embed texts; a text without any known token gets the zero vector."""
         model = self._load()
-        if model.max_chars is not None:
-            texts = [text[: model.max_chars] for text in texts]
+        texts = model.cut(texts)
         encodings = model.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
         ids = [
             [i for i in enc.ids if i != model.unk_id] if model.unk_id is not None else enc.ids
@@ -97,7 +111,11 @@ class StaticEmbedder(Embedder):
             return out
         total = int(lengths.sum())
         flat = np.fromiter((i for row in ids for i in row), dtype=np.int64, count=total)
-        rows = model.vectors[flat if model.mapping is None else model.mapping[flat]]
+        # rows to float32 after the lookup (exact, as float16 -> float32 is): the same numbers
+        # as converting the whole table first, at a fraction of the cost for a short text
+        rows = model.vectors[flat if model.mapping is None else model.mapping[flat]].astype(
+            np.float32, copy=False
+        )
         if model.weights is not None:
             rows = rows * model.weights[flat][:, None]
         starts = np.concatenate(([0], np.cumsum(lengths[filled])[:-1]))
@@ -151,7 +169,9 @@ def _load_model(folder: Path, dim: int) -> _Model:
 
     if "embeddings" not in tensors:
         raise ModelError(f"{folder / 'model.safetensors'} has no 'embeddings' tensor")
-    vectors = np.ascontiguousarray(tensors["embeddings"], dtype=np.float32)
+    vectors = tensors["embeddings"]
+    if vectors.dtype not in (np.float16, np.float32):
+        vectors = vectors.astype(np.float32)
     weights = tensors.get("weights")
     mapping = tensors.get("mapping")
     vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
@@ -168,11 +188,8 @@ def _load_model(folder: Path, dim: int) -> _Model:
     tokenizer.no_padding()
     if max_length is None:
         tokenizer.no_truncation()
-        max_chars = None
     else:
         tokenizer.enable_truncation(int(max_length))
-        tokens = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
-        max_chars = int(max_length) * int(np.median([len(token) for token, _ in tokens]))
 
     return _Model(
         tokenizer=tokenizer,
@@ -180,7 +197,7 @@ def _load_model(folder: Path, dim: int) -> _Model:
         weights=None if weights is None else np.asarray(weights, dtype=np.float32),
         mapping=None if mapping is None else np.asarray(mapping, dtype=np.int64),
         unk_id=_unk_id(tokenizer),
-        max_chars=max_chars,
+        max_length=None if max_length is None else int(max_length),
     )
 
 

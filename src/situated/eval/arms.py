@@ -114,7 +114,7 @@ def memory_text(m: MemorySpec) -> str:
 
 def build_world(sc: Scenario, path: Path, embedder: Embedder) -> World:
     """Write the scenario's memories into a fresh store at `path`."""
-    mem = Memory(path, embedder=embedder)
+    mem = Memory(path, embedder=embedder, reconstructor="rules")  # not the settings
     world = World(sc, mem, embedder, path)
     now = utcnow()
     try:

@@ -685,7 +685,7 @@ def _diagnostics(scored: Scored, gold_unit: str) -> dict[str, Any]:
 
 
 def _open(tmp: str, embedder: str) -> Memory:
-    return Memory(Path(tmp) / "conversations.db", embedder=embedder)
+    return Memory(Path(tmp) / "conversations.db", embedder=embedder, reconstructor="rules")
 
 
 def _config(
@@ -831,7 +831,8 @@ def run_locomo(
         "questions": scored.rows,
     }
     path = _write(out_dir, f"locomo{_suffix(mode)}.json", result)
-    plot_recall(out_dir, f"LoCoMo{_suffix(mode)}", result, "turn")
+    if plot_recall(out_dir, f"LoCoMo{_suffix(mode)}", result, "turn") is None:
+        console.print("plots skipped: matplotlib is not installed (pip install 'situated[eval]')")
     label = f"{config['embedder']}, source state {mode}"
     console.print(ingest_table(f"LoCoMo ingest through Memory.add ({label})", result["ingest"]))
     console.print(results_table(
@@ -920,7 +921,8 @@ def run_longmemeval(
         "questions": haystack.rows + shared.rows,
     }
     path = _write(out_dir, f"longmemeval{_suffix(mode)}.json", result)
-    plot_recall(out_dir, f"LongMemEval{_suffix(mode)}", result, "session")
+    if plot_recall(out_dir, f"LongMemEval{_suffix(mode)}", result, "session") is None:
+        console.print("plots skipped: matplotlib is not installed (pip install 'situated[eval]')")
     label = f"{config['embedder']}, source state {mode}"
     console.print(ingest_table(f"LongMemEval ingest through Memory.add ({label})",
                                result["ingest"]))

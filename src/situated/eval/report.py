@@ -237,7 +237,9 @@ def write_plots(result: EvalResult, out_dir: Path) -> dict[str, Path]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        result.notes.append("plots skipped: matplotlib is not installed")
+        result.notes.append(
+            "plots skipped: matplotlib is not installed (pip install 'situated[eval]')"
+        )
         return {}
     card = result.scorecard
     arms = [a for a in card.arms if a != BASELINE]

@@ -8,9 +8,15 @@ The trajectory format (JSON, validated by `Trajectory`):
                 "action": "turn on stove", "result": "The stove is now on."}, ...],
      "outcome": {"success": true, "reward": 1.0}}
 
+Required: `episode_id`, `task`, `steps` (1 to 500) and `outcome.success`; `namespace`
+defaults to "default", and each step's `observation`, `facts` (flat: string, number, boolean or
+null values), `action` and `result` may be left out. The README and `situated learn --help`
+show the same format.
+
 Distillers turn a trajectory into `LessonDraft`s; `Memory.learn` sends each through the same
-gates and promotion as `add`. The `rules` distiller needs no model; the `llm` distiller (see
-`situated.write.distill_llm`) writes lessons in the same typed form.
+gates and promotion as `add`. The `rules` distiller (`RulesDistiller`, the only one shipped)
+needs no model; any object with `name`, `version` and `distill(trajectory)` (the `Distiller`
+protocol), for instance one that asks a model, can be passed to `Memory.learn(distiller=...)`.
 """
 
 from __future__ import annotations
@@ -76,7 +82,8 @@ class Trajectory(BaseModel):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Trajectory:
-        """Parse and validate; text that is not JSON is a `ValidationError` like any other."""
+        """Parse and validate; text that is not JSON is a `ValidationError` like any other
+        (`Memory.learn` turns either into an `InvalidInput` naming `trajectory`)."""
         return cls.model_validate_json(text)
 
 

@@ -759,7 +759,7 @@ def run_scienceworld(
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     t_start = time.perf_counter()
     principal = Principal(tenant=TENANT, name="sw-agent")
-    mem = Memory(db, embedder=cfg.embedder)
+    mem = Memory(db, embedder=cfg.embedder, reconstructor="rules")
     env = SWEnv()
     build: list[BuildStats] = []
     trajectories: list[dict[str, Any]] = []
@@ -811,6 +811,8 @@ def run_scienceworld(
         for t in trajectories:
             fh.write(json.dumps(t) + "\n")
     print_tables(result, console)
+    if not result["plots"]:
+        console.print("plots skipped: matplotlib is not installed (pip install 'situated[eval]')")
     return result
 
 

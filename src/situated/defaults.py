@@ -1,0 +1,9 @@
+"""The built-in defaults, in a module that imports nothing (the CLI reads them for `--help`)."""
+
+DEFAULT_DB = "situated.db"
+DEFAULT_EMBEDDER = "minilm-static"
+DEFAULT_RECONSTRUCTOR = "rules"
+ENDPOINT_EMBEDDERS = frozenset({"openai"})
+"""Embedders that take the `embedder_*` endpoint settings (`situated.config`)."""
+ENDPOINT_RECONSTRUCTORS = frozenset({"llm"})
+"""Reconstructors that take the `reconstructor_*` endpoint settings."""
