@@ -36,6 +36,7 @@ REMEMBER_DESCRIPTION = (
     "\"plan == 'annual'\"). It passes the write gates; the answer says whether it is ACTIVE, "
     "held for review (PROPOSED) or REJECTED, with any warnings."
 )
+KindName = Literal["note", "preference", "lesson"]
 FEEDBACK_DESCRIPTION = (
     "Report how the task after a recall ended: `success`, and the ids of the recalled "
     "memories you acted on (`used`). This is how memory learns what helps."
@@ -67,7 +68,7 @@ class RememberArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: str = Field(description="what to remember, in one or two sentences")
-    kind: Literal["note", "preference", "lesson"] = Field(default="note")
+    kind: KindName = Field(default="note")
     situation: str | None = Field(default=None,
                                   description="for a lesson: the situation it came from")
     facts: list[Fact] = Field(default_factory=list,
