@@ -4,7 +4,7 @@
 from situated.adapters.langchain import SituatedRetriever
 
 retriever = SituatedRetriever(mem, me, namespace="refunds")
-docs = retriever.invoke("annual customer wants a refund after 12 days",
+docs = retriever.invoke("Annual customer wants a refund 12 days after buying",
                         facts={"plan": "annual", "days_since_purchase": 12})
 docs[0].metadata["verdict"], docs[0].metadata["memory_id"], docs[0].metadata["scores"]
 retriever.feedback(docs[0].metadata["recall_id"], success=True, used=docs[:1])

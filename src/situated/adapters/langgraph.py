@@ -1,11 +1,11 @@
 """LangGraph: recall / remember / feedback tools for a graph's agent (extra `langgraph`).
 
 ```python
-from langgraph.prebuilt import ToolNode, create_react_agent
+from langgraph.prebuilt import ToolNode
 from situated.adapters.langgraph import situated_tools
 
 tools = situated_tools(mem, me, namespace="refunds")   # recall_memory, remember, memory_feedback
-agent = create_react_agent(model, tools)                # or ToolNode(tools) in your own graph
+graph.add_node("tools", ToolNode(tools))                # and model.bind_tools(tools) upstream
 ```
 
 Why tools and not a `langgraph.store.base.BaseStore`: a `BaseStore` is a key-value store. Its
@@ -62,7 +62,8 @@ def situated_tools(
         authority: the authority of what the agent writes (default `inferred`).
 
     Returns:
-        LangChain tools, usable by `ToolNode`, `create_react_agent` or any LangChain agent.
+        LangChain tools, usable by `ToolNode`, `langchain.agents.create_agent` or any
+        LangChain agent.
         A caller's mistake (`UsageError`) comes back to the model as the tool's error text.
 
     Raises:
