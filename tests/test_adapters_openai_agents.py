@@ -11,8 +11,14 @@ import pytest
 
 pytest.importorskip("agents")
 
-from agents import FunctionTool
+from agents import Agent, FunctionTool, Model, ModelResponse, RunConfig, Runner
 from agents.tool_context import ToolContext
+from agents.usage import Usage
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 from adapter_store import ME, NOW, OTHER, quickstart
 from situated import InvalidInput, Memory
@@ -116,3 +122,49 @@ def test_bad_construction_is_invalid_input(store: tuple[Memory, dict[str, str]])
         with pytest.raises(InvalidInput) as exc:
             situated_tools(mem, **({"principal": ME} | kw))
         assert exc.value.field == field
+
+
+class ScriptedModel(Model):
+    """A model with no LLM: recall, then feedback with the recall's id, then an answer."""
+
+    def __init__(self) -> None:
+        self.turn = 0
+
+    async def get_response(self, system_instructions: Any, input: Any, *a: Any,
+                           **kw: Any) -> ModelResponse:
+        self.turn += 1
+        if self.turn == 1:
+            out: Any = _call("recall_memory", {"situation": NOW, "facts": FACTS})
+        elif self.turn == 2:
+            recalled = json.loads(next(i["output"] for i in reversed(input)
+                                       if isinstance(i, dict)
+                                       and i.get("type") == "function_call_output"))
+            used = [i["memory_id"] for i in recalled["items"][:1]]
+            out = _call("memory_feedback", {"recall_id": recalled["recall_id"],
+                                            "success": True, "used": used})
+        else:
+            out = ResponseOutputMessage(
+                id="msg_1", role="assistant", status="completed", type="message",
+                content=[ResponseOutputText(annotations=[], text="done", type="output_text")])
+        return ModelResponse(output=[out], usage=Usage(), response_id=None)
+
+    def stream_response(self, *a: Any, **kw: Any) -> Any:
+        raise NotImplementedError
+
+
+def _call(name: str, args: dict[str, Any]) -> ResponseFunctionToolCall:
+    return ResponseFunctionToolCall(arguments=json.dumps(args), call_id=f"call_{name}",
+                                    name=name, type="function_call", id=f"fc_{name}",
+                                    status="completed")
+
+
+def test_an_agent_run_uses_the_tools(store: tuple[Memory, dict[str, str]]) -> None:
+    mem, ids = store
+    agent = Agent(name="support", instructions="Recall before you answer.",
+                  model=ScriptedModel(), tools=situated_tools(mem, ME, namespace="refunds"))
+    result = asyncio.run(Runner.run(agent, "An annual customer wants a refund after 12 days",
+                                    run_config=RunConfig(tracing_disabled=True)))
+    assert result.final_output == "done"
+    assert mem.stats(principal=ME).feedback == 1
+    assert mem.inspect(ids["pref"], principal=ME).counters.uses + mem.inspect(
+        ids["fact"], principal=ME).counters.uses == 1
