@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt import ToolNode, tools_condition
 
 from adapter_store import ME, NOW, OTHER, quickstart
 from situated import Authority, InvalidInput, Memory
@@ -125,3 +125,34 @@ def test_bad_construction_is_invalid_input(store: tuple[Memory, dict[str, str]])
     with pytest.raises(InvalidInput) as exc:
         situated_tools(mem, ME, authority="gospel")
     assert exc.value.field == "authority"
+
+
+def test_an_agent_loop_recalls_then_gives_feedback(store: tuple[Memory, dict[str, str]]) -> None:
+    """agent -> tools -> agent -> tools -> agent -> END, the agent scripted (no model)."""
+    mem, ids = store
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if not isinstance(last, ToolMessage):
+            calls = [{"name": "recall_memory", "args": {"situation": NOW, "facts": FACTS},
+                      "id": "r", "type": "tool_call"}]
+        elif last.name == "recall_memory":
+            recalled = json.loads(str(last.content))
+            calls = [{"name": "memory_feedback", "id": "f", "type": "tool_call",
+                      "args": {"recall_id": recalled["recall_id"], "success": True,
+                               "used": [i["memory_id"] for i in recalled["items"][:1]]}}]
+        else:
+            return {"messages": [AIMessage(content="done")]}
+        return {"messages": [AIMessage(content="", tool_calls=calls)]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", ToolNode(situated_tools(mem, ME, namespace="refunds")))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    out = g.compile().invoke({"messages": [HumanMessage("refund after 12 days?")]})
+    assert out["messages"][-1].content == "done"
+    feedback = json.loads(str(out["messages"][-2].content))
+    assert feedback["credited"] and feedback["credited"][0] in {ids["pref"], ids["fact"]}
+    assert mem.stats(principal=ME).feedback == 1
