@@ -92,3 +92,22 @@ def test_many_concurrent_coroutines_lose_nothing(tmp_path: Path, workers: int) -
             assert (await mem.health()).ok
 
     asyncio.run(main())
+
+
+def test_add_many_review_and_erase(tmp_path: Path) -> None:
+    admin = Principal(tenant="acme", roles={"support", "admin", "reviewer"},
+                      clearance="restricted")
+
+    async def main() -> None:
+        async with AsyncMemory(tmp_path / "m.db", embedder="hash", workers=2) as mem:
+            items = ({"content": f"Order {n} ships from the Lyon depot.", "kind": "note"}
+                     for n in range(3))  # a generator, consumed in the worker
+            recs = await mem.add_many(items, principal=ME)
+            assert len(recs) == 3
+            await mem.erase(recs[0].id, principal=admin, reason="asked")
+            assert len(await mem.list(principal=ME)) == 2
+            assert await mem.pending(reviewer=admin) == []
+            assert len(await mem.ledger(principal=admin, limit=50)) >= 4
+            assert (await mem.rebuild()).mismatched == ()
+
+    asyncio.run(main())

@@ -83,12 +83,19 @@ class AsyncMemory:
     async def _call(self, name: str, *a: Any, **kw: Any) -> Any:
         if self._closed:
             raise UsageError("this AsyncMemory is closed")
-        loop = asyncio.get_running_loop()
 
         def run(mem: Memory) -> Any:
             return getattr(mem, name)(*a, **kw)
 
-        return await loop.run_in_executor(self._executor, functools.partial(self._use, run))
+        return await self._submit(run)
+
+    async def _submit(self, fn: Callable[[Memory], T]) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            future = loop.run_in_executor(self._executor, functools.partial(self._use, fn))
+        except RuntimeError:  # closed between the check and the submission
+            raise UsageError("this AsyncMemory is closed") from None
+        return await future
 
     async def aclose(self) -> None:
         """Wait for running calls, then close every worker's `Memory`. Idempotent."""
@@ -118,8 +125,6 @@ class AsyncMemory:
 
     async def add_many(self, items: Any, **kwargs: Any) -> builtins.list[MemoryRecord]:
         """`Memory.add_many`: propose many memories, validated before anything is written."""
-        if not isinstance(items, list | tuple):
-            items = builtins.list(args.items(items, "items"))  # consumed here, not in a thread
         result: builtins.list[MemoryRecord] = await self._call("add_many", items, **kwargs)
         return result
 
@@ -189,8 +194,7 @@ class AsyncMemory:
 
         if self._closed:
             raise UsageError("this AsyncMemory is closed")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(self._use, read_all))
+        return await self._submit(read_all)
 
     async def ledger(self, **kwargs: Any) -> builtins.list[LedgerEvent]:
         """`Memory.ledger`: the events the principal may see."""
