@@ -52,6 +52,7 @@ def test_bad_input_names_the_argument(store: tuple[Memory, dict[str, str]]) -> N
         (lambda: bound.recall("x", facts=[("a", 1)]), "facts"),  # type: ignore[arg-type]
         (lambda: BoundMemory(mem, ME, policy="strict"), "policy"),  # type: ignore[arg-type]
         (lambda: BoundMemory(mem, ME, budget_tokens=10**9), "budget_tokens"),
+        (lambda: BoundMemory(mem, ME, namespace=b"refunds"), "namespace"),  # type: ignore[arg-type]
     ]
     for call, field in cases:
         with pytest.raises(InvalidInput) as exc:

@@ -19,7 +19,15 @@ from typing import Any
 from situated import arguments as args
 from situated.errors import InvalidInput, SituatedWarning
 from situated.memory import FeedbackResult, Memory
-from situated.models import Authority, Kind, MemoryRecord, Principal, State
+from situated.models import (
+    Authority,
+    Kind,
+    MemoryRecord,
+    Principal,
+    Scope,
+    State,
+    validate_input,
+)
 from situated.recall.briefing import Briefing
 from situated.recall.reconstruct import Policy
 
@@ -85,8 +93,9 @@ class BoundMemory:
     ) -> None:
         self.memory: Memory = args.instance(memory, "memory", Memory, "a Memory")
         self.principal = args.principal(principal)
-        if namespace is not None:
-            self.memory.write_policy(namespace)  # checks the namespace's name
+        if namespace is not None:  # the rule `Memory` applies: a scope's namespace name
+            args.text(namespace, "namespace", args.MAX_LABEL_CHARS)
+            validate_input("", lambda: Scope(tenant="t", namespace=namespace))
         self.namespace = namespace
         self.k = args.integer(k, "k", 1, 100)
         self.budget_tokens = args.integer(budget_tokens, "budget_tokens", 1, 32_000)
