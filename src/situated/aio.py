@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import functools
-import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from situated.learning.maintenance import MaintenanceReport
 from situated.memory import FeedbackResult, Health, Memory, Stats
 from situated.models import MemoryRecord
 from situated.recall.briefing import Briefing
+from situated.service.operations import Pool
 from situated.store.ledger import LedgerEvent
 from situated.store.sqlite import RebuildReport
 from situated.write.gates import WritePolicy
@@ -52,17 +52,17 @@ class AsyncMemory:
     def __init__(self, path: str | Path = "situated.db", *, workers: int = 1,
                  **options: Any) -> None:
         n = args.integer(workers, "workers", 1, MAX_WORKERS)
-        self._memories: list[Memory] = []
-        try:
-            for _ in range(n):
-                self._memories.append(Memory(path, **options))
-        except BaseException:
-            for m in self._memories:
-                m.close()
-            raise
-        self._free: queue.SimpleQueue[Memory] = queue.SimpleQueue()
-        for m in self._memories:
-            self._free.put(m)
+        # the first Memory now, so bad arguments fail here; the others when first needed
+        self._first = Memory(path, **options)
+        self._spare = [self._first]
+
+        def factory() -> Memory:
+            try:
+                return self._spare.pop()  # atomic: the pool may call this from two threads
+            except IndexError:
+                return Memory(path, **options)
+
+        self._pool = Pool(factory, n)  # the service layer's pool: one thread per Memory
         self._executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="situated")
         self._closed = False
         self._close_lock = threading.Lock()
@@ -71,14 +71,11 @@ class AsyncMemory:
     def memory(self) -> Memory:
         """The first worker's `Memory` (its settings: embedder, gates, policies). Calling it
         directly bypasses the workers: do so only when no coroutine is using this object."""
-        return self._memories[0]
+        return self._first
 
     def _use(self, fn: Callable[[Memory], T]) -> T:
-        mem = self._free.get()  # a free Memory: one thread uses it at a time
-        try:
+        with self._pool.use() as mem:  # a free Memory: one thread uses it at a time
             return fn(mem)
-        finally:
-            self._free.put(mem)
 
     async def _call(self, name: str, *a: Any, **kw: Any) -> Any:
         if self._closed:
@@ -107,7 +104,8 @@ class AsyncMemory:
 
     def _shutdown(self) -> None:
         self._executor.shutdown(wait=True)
-        for m in self._memories:
+        self._pool.close()  # the Memorys it opened
+        for m in self._spare:  # the first, if no call ever took it
             m.close()
 
     async def __aenter__(self) -> AsyncMemory:
@@ -167,6 +165,11 @@ class AsyncMemory:
     async def feedback(self, recall_id: str, **kwargs: Any) -> FeedbackResult:
         """`Memory.feedback`: credit, blame or expose the memories a recall served."""
         result: FeedbackResult = await self._call("feedback", recall_id, **kwargs)
+        return result
+
+    async def infer_feedback(self, recall_id: str, **kwargs: Any) -> bool:
+        """`Memory.infer_feedback`: record an outcome inferred from a session."""
+        result: bool = await self._call("infer_feedback", recall_id, **kwargs)
         return result
 
     # -- reads ------------------------------------------------------------------------------
