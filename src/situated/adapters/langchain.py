@@ -38,7 +38,7 @@ from situated.adapters.bound import BoundMemory
 from situated.errors import InvalidInput
 from situated.memory import FeedbackResult, Memory
 from situated.models import Principal
-from situated.recall.briefing import Briefing, _unsafe_item
+from situated.recall.briefing import Briefing, GuidanceItem, unsafe_text
 from situated.recall.reconstruct import Policy
 
 
@@ -46,7 +46,7 @@ def documents(briefing: Briefing) -> list[Document]:
     """The briefing's servable items as LangChain documents (see the module docstring)."""
     out = []
     for item in briefing.items:
-        if _unsafe_item(item):  # never handed on, as render() never shows it
+        if _reads_as_instruction(item):  # never handed on, as render() never shows it
             continue
         out.append(Document(
             page_content=item.text,
@@ -156,6 +156,12 @@ class SituatedRetriever(BaseRetriever):
             raise InvalidInput("used", "must be a list of documents or memory ids")
         ids = [_memory_id(u, n) for n, u in enumerate(used)]
         return self.bound.feedback(recall_id, success=success, used=ids, cited=cited)
+
+
+def _reads_as_instruction(item: GuidanceItem) -> bool:
+    """`Briefing.render`'s rule for withholding an item: its text or an adaptation reads as
+    instruction or claims authority."""
+    return any(unsafe_text(t) for t in (item.text, *item.adaptations) if t.strip())
 
 
 def _memory_id(value: Any, n: int) -> Any:
