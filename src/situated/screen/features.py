@@ -28,6 +28,7 @@ _FNV_PRIME = np.uint64(0x100000001B3)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
+_ID = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[\w-]{12,}(?![\w-])")
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,11 @@ class FeatureSpec:
     max_chars: int = 4000
     embed_scale: float = 1.0
     embedder: str = "minilm-static@1"
+    fold_ids: bool = False
+    """Every identifier-like token (12+ letters and digits, with both: a uuid, a hash, a key)
+    read as `ID` before the digits are folded: random characters say nothing about intent,
+    and model 2 held 5 of 20,000 texts like `lesson 3: 0e08b6ea5c1e...` on them. (Encoded
+    payloads are still read: their decoded views are screened on their own.)"""
     fold_digits: bool = False
     """Every decimal digit read as `0` (by the n-grams and the embedding): a number's digits
     say nothing about intent, and a short text's few features must not hinge on them (model 1
@@ -54,7 +60,7 @@ class FeatureSpec:
             "bits": self.bits, "char_ngrams": list(self.char_ngrams),
             "word_ngrams": list(self.word_ngrams), "max_chars": self.max_chars,
             "embed_scale": self.embed_scale, "embedder": self.embedder,
-            "fold_digits": self.fold_digits,
+            "fold_digits": self.fold_digits, "fold_ids": self.fold_ids,
         }
 
     @classmethod
@@ -70,6 +76,7 @@ class FeatureSpec:
             word_ngrams=ints("word_ngrams"), max_chars=int(str(data["max_chars"])),
             embed_scale=float(str(data["embed_scale"])), embedder=str(data["embedder"]),
             fold_digits=bool(data.get("fold_digits", False)),
+            fold_ids=bool(data.get("fold_ids", False)),
         )
 
 
@@ -123,6 +130,8 @@ class Featuriser:
         return out
 
     def _fold(self, text: str) -> str:
+        if self.spec.fold_ids:
+            text = _ID.sub("ID", text)
         return _DIGIT.sub("0", text) if self.spec.fold_digits else text
 
     def _char_buckets(self, text: str) -> npt.NDArray[np.int64]:
