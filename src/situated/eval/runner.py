@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
 from situated.errors import InvalidInput
 from situated.eval.agents import Agent, Guidance, SimulatedAgent, common_random_number
+from situated.eval.reader import TextAgent
 from situated.eval.arms import (
     ARM_NAMES,
     Arm,
@@ -160,7 +161,8 @@ def run_eval(
         out_dir: where `results.json`, `lift_by_slice.png` and `tokens_vs_success.png` go.
         console: rich console for the progress bar and the tables (None: silent).
         embedder: embedder name or instance for situated and the replay baselines.
-        agent: the agent; default `SimulatedAgent()`.
+        agent: the agent; default `TextAgent()` (reads the rendered context only;
+            `SimulatedAgent()` scores from ground-truth effects: a unit check of the metrics).
         arms: arm names; default no_memory, raw_replay, utility_replay, compiled. Also
             `unscoped_replay` and `compiled:<reconstructor>` (e.g. `compiled:learned`).
         k: memories per task for every arm.
@@ -178,7 +180,7 @@ def run_eval(
     if isinstance(k, bool) or not 1 <= k <= 20:
         raise InvalidInput("k", "must be from 1 to 20")
     emb = get_embedder(embedder) if isinstance(embedder, str) else embedder
-    the_agent: Agent = agent or SimulatedAgent()
+    the_agent: Agent = agent or TextAgent()
     notes: list[str] = []
     arm_names = list(arms) if arms else list(ARM_NAMES)
     if "learned" in available_reconstructors() and "compiled:learned" not in arm_names:
@@ -250,7 +252,7 @@ def run_eval(
         "scenarios_per_seed": {str(s): len(v) for s, v in per_seed.items()},
         "tasks": len(rows) // max(1, len(arm_objs)),
         "embedder": emb.model_ref,
-        "agent": the_agent.describe() if isinstance(the_agent, SimulatedAgent)
+        "agent": the_agent.describe() if isinstance(the_agent, SimulatedAgent | TextAgent)
         else {"name": the_agent.name},
         "arms": [a.name for a in arm_objs],
         "k": k,
