@@ -5,9 +5,10 @@ arm's rendered context, the options) and never the scenario's ground truth: whic
 applies, what it does to the task, situated's internal verdicts. Success is whether the option
 it chose is the scenario's answer. What it does, in order:
 
-1. **Parse the context into items.** A line `- text` (raw replay) or `> [id] (authority)
-   text` (a situated briefing) starts an item; a following `>   (verdict, confidence c)`
-   line labels it; `>   adapted: ...` adds text. Headers, footers and mode lines are not
+1. **Parse the context into items.** A line `- text` (raw replay), `* text [id] (verdict,
+   confidence c)` (a situated briefing) or `> [id] (authority) text` (the quoted briefing
+   form, labelled by a following `>   (verdict, confidence c)` line) starts an item; an
+   `adapted: ...` line adds text. Headers, footers and mode lines are not
    items. An item labelled `not_applicable`, `insufficient_evidence` or `rejected` carries no
    trust; a labelled item is trusted in proportion to its confidence (`trust_full`: the
    confidence from which it is trusted fully); an unlabelled item is trusted fully.
@@ -17,7 +18,8 @@ it chose is the scenario's answer. What it does, in order:
    applies and supports nothing; a clause with a negation (`do not`, `never`, `skip`,
    `avoid`, ...) counts against the options it names. An option's score is its best
    positive clause overlap (content words, crudely stemmed) minus its best negative one; the
-   item supports the option with the highest score when that score is positive and unique.
+   item supports the option with the highest score when that score is unique and at least 2
+   (1 for an option of one or two content words).
 3. **Discount what the observation contradicts** (`check_observation`): when a conditional
    clause of an item names one side of a generic contrast (on/off, open/closed, full/empty,
    working/broken, dry/wet, in stock/out of stock, busy/free, member/none, ...) and the
@@ -57,7 +59,11 @@ _ITEM_BRIEF = re.compile(r"^\s*>\s*\[(?P<id>[^\]]+)\]\s*(?:\((?P<auth>[^)]*)\)\s
 _LABEL = re.compile(
     r"^\s*>\s*\((?P<verdict>[a-z_ ]+?)(?:,\s*confidence\s+(?P<conf>[0-9.]+))?\)\s*$", re.I
 )
-_ADAPTED = re.compile(r"^\s*>\s*adapted:\s*(?P<text>.+)$", re.I)
+_INLINE_LABEL = re.compile(
+    r"\s*\[(?P<id>[^\]]+)\]\s*\((?P<verdict>[a-z_ ]+?)(?:,\s*confidence\s+(?P<conf>[0-9.]+))?\)"
+    r"\s*$", re.I
+)
+_ADAPTED = re.compile(r"^\s*>?\s*adapted:\s*(?P<text>.+)$", re.I)
 _REJECTED_WORDS = ("not_applicable", "not applicable", "insufficient_evidence",
                    "insufficient evidence", "rejected")
 
@@ -165,7 +171,15 @@ def parse_context(context: str) -> list[ReadItem]:
             continue
         raw = _ITEM_RAW.match(line)
         if raw:
-            items.append(ReadItem(raw.group("text").strip()))
+            text = raw.group("text").strip()
+            inline = _INLINE_LABEL.search(text)
+            if inline:  # `* text [id] (verdict, confidence c)`
+                conf = inline.group("conf")
+                items.append(ReadItem(text[: inline.start()].strip(),
+                                      inline.group("verdict").strip(),
+                                      float(conf) if conf else None))
+            else:
+                items.append(ReadItem(text))
     return items
 
 
@@ -189,17 +203,20 @@ def supported_option(text: str, options: Sequence[str]) -> str | None:
     """The option an item's text supports, or None (see the module docstring, step 2)."""
     parts = [(kind, content_words(c)) for kind, c in clauses(text)]
     scores: list[int] = []
+    needed: list[int] = []
     for option in options:
         words = content_words(option, positive_only=True)
         pos = max((len(words & c) for k, c in parts if k == "positive"), default=0)
         neg = max((len(words & c) for k, c in parts if k == "negative"), default=0)
         scores.append(pos - neg)
+        needed.append(1 if len(words) <= 2 else 2)
     if not scores:
         return None
     best = max(scores)
-    if best <= 0 or scores.count(best) > 1:
+    i = scores.index(best)
+    if best < needed[i] or scores.count(best) > 1:
         return None
-    return options[scores.index(best)]
+    return options[i]
 
 
 def _mentions(text: str, phrase: str) -> bool:

@@ -22,7 +22,9 @@ from situated.models import FactValue
 _ROOM = re.compile(r"-= (.+?) =-")
 _CARRYING = re.compile(r"You are carrying:?\s*(.*)", re.S)
 _PROMPT = re.compile(r"\n>\s.*$", re.S)
-_ARTICLE = re.compile(r"^(?:a|an|the|some)\s+(?:raw\s+|sliced\s+|diced\s+|chopped\s+)?")
+_ARTICLE = re.compile(
+    r"^(?:a|an|the|some)\s+(?:(?:raw|sliced|diced|chopped|fried|roasted|grilled|burned)\s+)*"
+)
 _DIRECTIONS = re.compile(r"Directions:\s*\n(.*?)(?:\n\s*\n|$)", re.S)
 _INGREDIENTS = re.compile(r"Ingredients:\s*\n(.*?)(?:\n\s*\n|Directions:)", re.S)
 _PREP_VERBS = ("slice", "dice", "chop", "fry", "roast", "grill")
