@@ -1017,6 +1017,26 @@ def eval_scienceworld(
                      embedder=settings.embedder or DEFAULT_EMBEDDER)
 
 
+@eval_app.command("textworld")
+def eval_textworld(
+    ctx: typer.Context,
+    quick: Annotated[bool, typer.Option("--quick", help="4 train and 4 test games.")] = False,
+    out: Annotated[Path, typer.Option("--out", file_okay=False)] = Path("eval-results"),
+    train_games: Annotated[int | None, typer.Option("--train-games", min=1, max=1000)] = None,
+    test_games: Annotated[int | None, typer.Option("--test-games", min=1, max=1000)] = None,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1)] = 0,
+    cache: Annotated[
+        Path | None, typer.Option("--cache", file_okay=False, help="Where generated games go.")
+    ] = None,
+) -> None:
+    """TextWorld cooking games: memory on unseen layouts (needs the textworld extra)."""
+    from situated.eval.envs.textworld import run_textworld
+
+    settings: Settings = ctx.obj
+    run_textworld(quick, out, Console(), train_games=train_games, test_games=test_games,
+                  seed=seed, embedder=settings.embedder or DEFAULT_EMBEDDER, cache_dir=cache)
+
+
 @app.command()
 def demo(
     ctx: typer.Context,

@@ -17,8 +17,8 @@ from situated.eval.agents import (
     Task,
 )
 from situated.eval.generator import generate
-from situated.eval.reader import TextAgent
 from situated.eval.metrics import Row, Scorecard, scorecard
+from situated.eval.reader import TextAgent
 from situated.eval.runner import EvalResult, parse_arms, parse_seeds, run_eval
 from situated.eval.scenarios import Scenario, ScenarioError, load_many, load_scenarios
 

@@ -15,7 +15,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
 from situated.errors import InvalidInput
 from situated.eval.agents import Agent, Guidance, SimulatedAgent, common_random_number
-from situated.eval.reader import TextAgent
 from situated.eval.arms import (
     ARM_NAMES,
     Arm,
@@ -27,6 +26,7 @@ from situated.eval.arms import (
 )
 from situated.eval.generator import generate
 from situated.eval.metrics import Row, Scorecard, scorecard
+from situated.eval.reader import TextAgent
 from situated.eval.scenarios import SLICES, Scenario, load_many, shipped_paths
 from situated.recall.reconstruct.base import available_reconstructors
 
