@@ -233,10 +233,12 @@ def contradicted(text: str, observation: str) -> bool:
         c = clause.lower()
         for a, b in CONTRASTS:
             for side, other in ((a, b), (b, a)):
-                if any(_mentions(c, w) for w in side) and not any(_mentions(c, w) for w in other):
-                    if (any(_mentions(obs, w) for w in other)
-                            and not any(_mentions(obs, w) for w in side)):
-                        return True
+                names = any(_mentions(c, w) for w in side)
+                names_other = any(_mentions(c, w) for w in other)
+                obs_other = any(_mentions(obs, w) for w in other)
+                obs_side = any(_mentions(obs, w) for w in side)
+                if names and not names_other and obs_other and not obs_side:
+                    return True
     return False
 
 

@@ -172,9 +172,10 @@ def print_scorecard(result: EvalResult, console: Console) -> None:
     if agent.get("name") == "text":
         console.print(
             "agent: text (reads only the rendered context: trusts a labelled item in "
-            f"proportion to its confidence, fully from {agent['trust_full']}; observation check "
-            f"{'on' if agent['check_observation'] else 'off'}; -{agent['distraction_per_100_tokens']}"
-            f" per 100 context tokens of every arm; gullibility {agent['gullibility']}); "
+            f"proportion to its confidence, fully from {agent['trust_full']}; observation "
+            f"check {'on' if agent['check_observation'] else 'off'}; "
+            f"-{agent['distraction_per_100_tokens']} per 100 context tokens of every arm; "
+            f"gullibility {agent['gullibility']}); "
             f"embedder {cfg['embedder']}; k={cfg['k']}, compiled budget {cfg['budget_tokens']} "
             "tokens"
         )

@@ -400,8 +400,11 @@ def build_memory(mem: Memory, principal: Principal, train: Sequence[Path], cfg: 
         if len(train) > 1:
             other = train[(i + 1) % len(train)]
             plan = Advice("GUIDED", plans=(Plan(f"gold:{other.stem}", walks[other]),))
-            learn(run_episode(p, "train", f"replay-{other.stem}",
-                              lambda s, e, a=plan: a, cfg))
+
+            def fixed(state: State, exclude: frozenset[str], a: Advice = plan) -> Advice:
+                return a
+
+            learn(run_episode(p, "train", f"replay-{other.stem}", fixed, cfg))
     return dict(counts)
 
 
@@ -472,7 +475,7 @@ def run_textworld(
     mem = Memory(db, embedder=cfg.embedder)
     raw = RawReplay(mem.embedder)
     compiled = Compiled(mem, principal, cfg)
-    arms = [NoMemory(), raw, compiled]
+    arms: list[NoMemory | RawReplay | Compiled] = [NoMemory(), raw, compiled]
     trajectories: list[dict[str, Any]] = []
     episodes: list[Episode] = []
     try:
@@ -482,8 +485,7 @@ def run_textworld(
         console.log(f"memory from {len(games['train'])} train games: {built}")
         for path in games["test"]:
             for arm in arms:
-                ep = run_episode(path, "test", arm.name,
-                                 lambda s, e, a=arm: a.consult(s, e), cfg)
+                ep = run_episode(path, "test", arm.name, arm.consult, cfg)
                 episodes.append(ep)
                 arm.feedback(ep)
         t3 = time.perf_counter()

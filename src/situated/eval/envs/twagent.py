@@ -29,7 +29,7 @@ from collections import deque
 
 from situated.eval.envs.swagent import Advice, Plan
 from situated.eval.envs.swparse import normalise_action
-from situated.eval.envs.twparse import direction_verb, preparation_done
+from situated.eval.envs.twparse import preparation_done
 
 _CUT = ("slice", "dice", "chop")
 _COOK = ("fry", "roast", "grill")
@@ -147,7 +147,3 @@ class CookAgent:
             return self.rng.choice(exits)
         return "look"
 
-
-def recipe_steps(recipe: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]:
-    """The cookbook's directions as the agent reads them ("fry the red potato")."""
-    return [f"{v} the {name}" for name, verbs in recipe for v in verbs if direction_verb(v)]
