@@ -923,6 +923,13 @@ def eval_(
         typer.Option("--arms", help="Comma-separated; also unscoped_replay, "
                      "compiled:<reconstructor>."),
     ] = None,
+    agent: Annotated[
+        str, typer.Option("--agent", help="text (reads the rendered context; default) or "
+                          "simulated (scores from ground truth: a check of the metrics).")
+    ] = "text",
+    states_as_text: Annotated[
+        bool, typer.Option("--states-as-text", help="Withhold structured facts and conditions.")
+    ] = False,
     agent_url: Annotated[str | None, typer.Option("--agent-url")] = None,
     agent_model: Annotated[str | None, typer.Option("--agent-model")] = None,
     agent_key: Annotated[
@@ -932,16 +939,21 @@ def eval_(
     """Run the Memory Decision Scorecard: every arm on the same scenarios, paired, with plots."""
     if ctx.invoked_subcommand is not None:
         return
-    from situated.eval import LLMAgent, parse_arms, parse_seeds, run_eval
+    from situated.eval import LLMAgent, SimulatedAgent, TextAgent, parse_arms, parse_seeds, run_eval
 
     settings: Settings = ctx.obj
-    agent = None
+    if agent not in ("text", "simulated"):
+        raise InvalidInput("agent", "use text or simulated (or --agent-url for an LLM)")
+    the_agent: LLMAgent | SimulatedAgent | TextAgent = (
+        TextAgent() if agent == "text" else SimulatedAgent()
+    )
     if agent_url or agent_model:
         if not (agent_url and agent_model):
             raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
-        agent = LLMAgent(agent_url, agent_model, api_key=agent_key)
+        the_agent = LLMAgent(agent_url, agent_model, api_key=agent_key)
     run_eval(scenarios or None, parse_seeds(seeds), quick, out, Console(),
-             embedder=settings.embedder or DEFAULT_EMBEDDER, arms=parse_arms(arms), agent=agent)
+             embedder=settings.embedder or DEFAULT_EMBEDDER, arms=parse_arms(arms),
+             agent=the_agent, states_as_text=states_as_text)
 
 
 EvalOut = Annotated[

@@ -88,6 +88,20 @@ def scenarios_for_seed(
     return shipped + generate(seed, per_cell if per_cell is not None else DEFAULT_PER_CELL)
 
 
+def text_only(sc: Scenario) -> Scenario:
+    """The scenario with its states as text only: no structured facts in the present state or
+    in any memory's source state, and no writer-given conditions (which name facts)."""
+    present = sc.present.model_copy(update={"facts": {}})
+    mems = tuple(
+        m.model_copy(update={
+            "state": None if m.state is None else m.state.model_copy(update={"facts": {}}),
+            "conditions": (),
+        })
+        for m in sc.memories
+    )
+    return sc.model_copy(update={"present": present, "memories": mems})
+
+
 def make_row(seed: int, sc: Scenario, arm: str, g: Guidance, success: bool,
              probability: float | None, writes: dict[str, str] | None = None) -> Row:
     """Count what the arm served against the scenario's ground truth."""
@@ -150,6 +164,7 @@ def run_eval(
     budget_tokens: int = DEFAULT_BUDGET,
     per_cell: int | None = None,
     plots: bool = True,
+    states_as_text: bool = False,
 ) -> EvalResult:
     """Run the Memory Decision Scorecard and write `results.json` and the plots to `out_dir`.
 
@@ -169,6 +184,8 @@ def run_eval(
         budget_tokens: compiled recall's token budget.
         per_cell: generated scenarios per (domain, slice) per seed in the default run.
         plots: write the PNG plots.
+        states_as_text: withhold structured facts and conditions (`text_only`): states are
+            text as an agent observes them.
     """
     from situated.eval.report import print_scorecard, write_json, write_plots
 
@@ -191,6 +208,8 @@ def run_eval(
         )
     arm_objs: list[Arm] = make_arms(arm_names, k, budget_tokens)
     per_seed = {s: scenarios_for_seed(s, scenario_paths, quick, per_cell) for s in seed_list}
+    if states_as_text:
+        per_seed = {s: [text_only(sc) for sc in v] for s, v in per_seed.items()}
     revoke_missing = revoke_available()
 
     rows: list[Row] = []
@@ -257,6 +276,7 @@ def run_eval(
         "arms": [a.name for a in arm_objs],
         "k": k,
         "budget_tokens": budget_tokens,
+        "states_as_text": states_as_text,
     }
     result = EvalResult(config, rows, card, unsupported, skipped, writes, notes)
     result.elapsed_s = round(time.perf_counter() - started, 2)
