@@ -49,8 +49,8 @@ def test_the_games_text_becomes_location_recipe_and_inventory() -> None:
     assert parse_recipe(KITCHEN) is None
     facts = state_facts("kitchen", recipe)
     assert facts == {"location": "kitchen", "ingredients": 2, "ingredient_1": "pork chop",
-                     "prep_1": "dice, roast", "ingredient_2": "red potato",
-                     "prep_2": "fry, slice"}
+                     "cook_1": "roast", "cut_1": "dice", "ingredient_2": "red potato",
+                     "cook_2": "fry", "cut_2": "slice"}
     assert state_facts("kitchen", None) == {"location": "kitchen"}
     assert inventory("You are carrying: a sliced fried yellow onion and a knife.") == (
         "yellow onion", "knife")
@@ -154,7 +154,7 @@ def test_tiny_real_run(tmp_path: Path) -> None:
     first = trajs[0]["steps"][0]
     assert "-= " in first["observation"]  # the game's own text
     assert set(first["facts"]) <= {"location", "ingredients"} | {
-        f"{k}_{n}" for k in ("ingredient", "prep") for n in range(1, 6)}
+        f"{k}_{n}" for k in ("ingredient", "cook", "cut") for n in range(1, 6)}
     # the games are reused from the cache: a second run generates nothing
     again = run_textworld(False, tmp_path / "out2", train_games=2, test_games=2,
                           embedder="hash", cache_dir=cache, step_cap=40)

@@ -5,7 +5,9 @@ text agent sees in TextWorld: the game's text and its list of admissible command
 
 Acting on advice (`swagent.Advice`, plans and actions to avoid parsed from the guidance text):
 it executes the steps of the first plan it has not used yet, in order, skipping a step that is
-not admissible now or that the latest advice says to avoid. A plan is never taken twice.
+not admissible now, that the latest advice says to avoid, or that the game already answered
+(the recipe read, an ingredient cooked or cut: cooking twice burns it). `take X from Y` is
+read as taking X from wherever it is admissible. A plan is never taken twice.
 
 Its own policy (no advice, or every plan used up), seeded per (seed, game) so every arm draws
 the same numbers, in order:
@@ -69,13 +71,39 @@ class CookAgent:
                 if key in self.avoid:
                     self.used.add(self.avoid[key])
                     continue
+                if self._done_already(key):
+                    continue
                 if key in allowed:
                     return allowed[key], pid
+                near = self._same_take(key, allowed)
+                if near is not None:
+                    return near, pid
             if not self.pending:
                 return self.own(room, admissible, inventory), None
             plan = self.pending.pop(0)
             self.started.add(plan.id)
             self.queue.extend((s, plan.id) for s in plan.steps)
+
+    def _done_already(self, key: str) -> bool:
+        """A step the game already answered: the recipe read, an ingredient cooked (cooking
+        twice burns it) or cut the same way."""
+        if key == "examine cookbook":
+            return self.recipe is not None
+        if key.startswith("cook "):
+            return key.removeprefix("cook ").split(" with ")[0] in self.cooked
+        verb, _, rest = key.partition(" ")
+        return verb in _CUT and (verb, rest.split(" with ")[0]) in self.done
+
+    @staticmethod
+    def _same_take(key: str, allowed: dict[str, str]) -> str | None:
+        """`take knife from table` read as `take knife from counter` when the knife is there."""
+        if not key.startswith("take "):
+            return None
+        thing = key.removeprefix("take ").split(" from ")[0]
+        for k, command in sorted(allowed.items()):
+            if k == f"take {thing}" or k.startswith(f"take {thing} from "):
+                return command
+        return None
 
     def result(self, action: str, plan_id: str | None, room: str, feedback: str) -> None:
         key = normalise_action(action)

@@ -5,9 +5,8 @@ game's own text and nothing else:
 
 - `location`: the room in the last `-= Kitchen =-` header ("kitchen").
 - once the cookbook has been read in the episode: `ingredients` (how many), and for each
-  ingredient in the cookbook's order `ingredient_<n>` ("red potato") and `prep_<n>`, the
-  directions for it, verbs sorted and comma-joined ("fry, slice"; "none" when the recipe only
-  asks to gather it).
+  ingredient in the cookbook's order `ingredient_<n>` ("red potato"), `cook_<n>` (fry,
+  roast, grill or none) and `cut_<n>` (slice, dice, chop or none), from its directions.
 
 The inventory and the visible objects stay in the observation text, not in facts: they change
 at every step and would make every plan lesson's conditions fail anywhere else.
@@ -70,11 +69,16 @@ def parse_recipe(text: str) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
     return tuple(out)
 
 
+_CUTS = ("slice", "dice", "chop")
+_COOKS = ("fry", "roast", "grill")
+
+
 def recipe_facts(recipe: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, FactValue]:
     facts: dict[str, FactValue] = {"ingredients": len(recipe)}
     for n, (name, verbs) in enumerate(recipe, start=1):
         facts[f"ingredient_{n}"] = name
-        facts[f"prep_{n}"] = ", ".join(verbs) or "none"
+        facts[f"cook_{n}"] = next((v for v in verbs if v in _COOKS), "none")
+        facts[f"cut_{n}"] = next((v for v in verbs if v in _CUTS), "none")
     return facts
 
 
