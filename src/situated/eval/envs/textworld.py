@@ -432,6 +432,11 @@ def summarise(episodes: Sequence[Episode], seed: int = 0) -> dict[str, dict[str,
             "tokens_per_episode": statistics.fmean(e.tokens for e in eps),
             "latency_p50_ms": lat[len(lat) // 2] if lat else float("nan"),
         }
+    raw = {e.game: e for e in episodes if e.arm == "raw_replay"}
+    if "compiled" in out and raw:
+        pairs = [e.score - raw[e.game].score for e in episodes
+                 if e.arm == "compiled" and e.game in raw]
+        out["compiled"]["minus_raw_replay"] = bootstrap_mean(pairs, seed).to_dict()
     return out
 
 
@@ -534,4 +539,7 @@ def table(result: dict[str, Any]) -> Table:
                   "-" if base else _est(s["negative_transfer"], pct=True),
                   _est(s["lost"], pct=True), f"{s['steps_per_episode']:.1f}",
                   f"{s['tokens_per_episode']:.0f}")
+    comp = result["arms"].get("compiled", {}).get("minus_raw_replay")
+    if comp:
+        t.caption = f"{t.caption} Compiled minus raw replay, paired: {_est(comp)}."
     return t
