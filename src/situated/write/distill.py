@@ -114,7 +114,9 @@ PLACE_KEYS = ("location", "room", "place", "page", "screen")
 """Facts that say where the agent is: a plan is split where they change, and they are always
 preconditions of a plan piece (a route learned from the hallway is not a route from the
 kitchen), never bindings to adapt."""
-MAX_PLAN_ACTIONS = 40
+MAX_PLAN_ACTIONS = 200
+"""Acted steps a success's plan lessons cover (long tasks have gold paths of 60-180 actions;
+each piece is still one place's steps)."""
 
 
 def derived_conditions(

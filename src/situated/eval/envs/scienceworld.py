@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import shutil
 import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -127,6 +128,16 @@ class SWConfig:
     max_consults: int = 12
     feedback: bool = True
     quick: bool = False
+    gold_factor: float = 1.5
+    """Each task's step cap is at least this times its longest train gold path (0: off), so
+    long tasks (gold paths of 60-180 actions) can be solved at all."""
+
+    def fitted(self, gold_lengths: Sequence[int]) -> SWConfig:
+        """This configuration with the step cap raised to fit the task's gold paths."""
+        if self.gold_factor <= 0 or not gold_lengths:
+            return self
+        need = math.ceil(self.gold_factor * max(gold_lengths))
+        return replace(self, step_cap=max(self.step_cap, need))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +146,7 @@ class SWConfig:
             "seed": self.seed, "embedder": self.embedder, "k": self.k,
             "budget_tokens": self.budget_tokens, "max_consults": self.max_consults,
             "feedback": self.feedback, "quick": self.quick, "arms": list(ARMS),
+            "gold_factor": self.gold_factor,
         }
 
 
@@ -525,6 +537,8 @@ class BuildStats:
     held_failure: int = 0
     held_reasons: Counter[str] = field(default_factory=Counter)
     held_examples: list[dict[str, Any]] = field(default_factory=list)
+    gold_lengths: list[int] = field(default_factory=list)
+    step_cap: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -535,6 +549,7 @@ class BuildStats:
             "plan_lessons": self.plan_lessons, "failure_lessons": self.failure_lessons,
             "held_plan": self.held_plan, "held_failure": self.held_failure,
             "held_reasons": dict(self.held_reasons), "held_examples": self.held_examples[:10],
+            "gold_lengths": self.gold_lengths, "step_cap": self.step_cap,
         }
 
 
@@ -596,6 +611,9 @@ def build_memory(
         _learn(mem, principal, ep, stats, seen, sink)
         for r in replays:
             r.add(ep)
+    stats.gold_lengths = [len(g) for g in golds.values()]
+    cfg = cfg.fitted(stats.gold_lengths)
+    stats.step_cap = cfg.step_cap
     for i, v in enumerate(train):
         explore = run_episode(env, task, v, "train", "explore", _no_advice, cfg)
         _learn(mem, principal, explore, stats, seen, sink)
@@ -783,13 +801,14 @@ def run_scienceworld(
             console.log(f"{task}: memory from {len(train)} train variations "
                         f"({stats.episodes} episodes, {stats.promoted} lessons promoted, "
                         f"{stats.held} held) in {t1 - t0:.0f}s")
+            task_cfg = replace(cfg, step_cap=stats.step_cap or cfg.step_cap)
             for v in test:
                 for arm in arms:
                     def consult(state: State, intent: str, exclude: frozenset[str],
                                 a: Arm = arm, t: str = task) -> Advice:
                         return a.consult(t, state, intent, exclude)
 
-                    ep = run_episode(env, task, v, "test", arm.name, consult, cfg)
+                    ep = run_episode(env, task, v, "test", arm.name, consult, task_cfg)
                     episodes.append(ep)
                     arm.feedback(ep)
             t_eval += time.perf_counter() - t1
@@ -871,7 +890,8 @@ def tables(result: dict[str, Any]) -> list[Table]:
     n_test = sum(len(s["test"]) for s in result["splits"].values())
     head = Table(
         title=f"ScienceWorld, unseen test variations: {len(cfg['tasks'])} tasks, "
-        f"{n_test} test variations, cap {cfg['step_cap']} steps, seed {cfg['seed']}",
+        f"{n_test} test variations, cap {cfg['step_cap']} steps (raised per task to "
+        f"{cfg.get('gold_factor', 0)}x its longest train gold path), seed {cfg['seed']}",
         caption=f"95% intervals in brackets (Wilson for rates, bootstrap for means). "
         f"Wall time {wall['total']:.0f}s (memory {wall['build']:.0f}s, eval {wall['eval']:.0f}s).",
     )
