@@ -138,6 +138,8 @@ class ReadItem:
     verdict: str | None = None
     confidence: float | None = None
     adapted: tuple[str, ...] = ()
+    ref: str | None = None
+    """The memory id the item cites, when it cites one."""
 
     @property
     def labelled_rejected(self) -> bool:
@@ -157,17 +159,18 @@ def parse_context(context: str) -> list[ReadItem]:
         if label and items:
             conf = label.group("conf")
             items[-1] = ReadItem(items[-1].text, label.group("verdict").strip(),
-                                 float(conf) if conf else None, items[-1].adapted)
+                                 float(conf) if conf else None, items[-1].adapted,
+                                 items[-1].ref)
             continue
         adapted = _ADAPTED.match(line)
         if adapted and items:
             last = items[-1]
             items[-1] = ReadItem(last.text, last.verdict, last.confidence,
-                                 (*last.adapted, adapted.group("text").strip()))
+                                 (*last.adapted, adapted.group("text").strip()), last.ref)
             continue
         brief = _ITEM_BRIEF.match(line)
         if brief:
-            items.append(ReadItem(brief.group("text").strip()))
+            items.append(ReadItem(brief.group("text").strip(), ref=brief.group("id")))
             continue
         raw = _ITEM_RAW.match(line)
         if raw:
@@ -177,7 +180,7 @@ def parse_context(context: str) -> list[ReadItem]:
                 conf = inline.group("conf")
                 items.append(ReadItem(text[: inline.start()].strip(),
                                       inline.group("verdict").strip(),
-                                      float(conf) if conf else None))
+                                      float(conf) if conf else None, ref=inline.group("id")))
             else:
                 items.append(ReadItem(text))
     return items

@@ -54,6 +54,7 @@ from situated.eval.envs.stats import Estimate, bootstrap_mean, wilson
 from situated.eval.envs.swagent import NO_ADVICE, Advice, Plan, parse_guidance
 from situated.eval.envs.twagent import CookAgent
 from situated.eval.envs.twparse import clean, inventory, location, parse_recipe, state_facts
+from situated.eval.reader import parse_context
 from situated.memory import Memory
 from situated.models import LifecycleState, Principal, State
 from situated.recall.compile import token_counter
@@ -347,14 +348,16 @@ class Compiled:
         latency = (time.perf_counter() - t0) * 1000
         plans: list[Plan] = []
         avoid: list[tuple[str, str]] = []
-        for item in b.items:
-            plan, bad = parse_guidance(item.memory_id, item.text)
+        text = b.render()
+        for item in parse_context(text):  # what the agent reads: the rendered briefing
+            if item.ref is None or item.labelled_rejected:
+                continue
+            plan, bad = parse_guidance(item.ref, item.text)
             if plan is not None and plan.id not in exclude:
                 plans.append(plan)
             avoid += bad
         self.modes[b.mode.value] += 1
         self.rejections.update(r.reason.value for r in b.rejected)
-        text = b.render()
         return Advice(b.mode.value, plans=tuple(plans), avoid=tuple(avoid), text=text,
                       tokens=token_counter().count(text), latency_ms=latency, ref=b.recall_id,
                       served=tuple(i.memory_id for i in b.items))
