@@ -1040,13 +1040,25 @@ def eval_textworld(
     cache: Annotated[
         Path | None, typer.Option("--cache", file_okay=False, help="Where generated games go.")
     ] = None,
+    agent_url: Annotated[str | None, typer.Option("--agent-url")] = None,
+    agent_model: Annotated[str | None, typer.Option("--agent-model")] = None,
+    agent_key: Annotated[
+        str | None, typer.Option("--agent-key", envvar="SITUATED_AGENT_API_KEY", hidden=True)
+    ] = None,
 ) -> None:
     """TextWorld cooking games: memory on unseen layouts (needs the textworld extra)."""
     from situated.eval.envs.textworld import run_textworld
+    from situated.eval.envs.twllm import LLMClient
 
     settings: Settings = ctx.obj
+    llm = None
+    if agent_url or agent_model:
+        if not (agent_url and agent_model):
+            raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
+        llm = LLMClient(agent_url, agent_model, api_key=agent_key)
     run_textworld(quick, out, Console(), train_games=train_games, test_games=test_games,
-                  seed=seed, embedder=settings.embedder or DEFAULT_EMBEDDER, cache_dir=cache)
+                  seed=seed, embedder=settings.embedder or DEFAULT_EMBEDDER, cache_dir=cache,
+                  llm=llm)
 
 
 @app.command()

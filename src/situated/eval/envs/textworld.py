@@ -43,7 +43,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.table import Table
@@ -53,6 +53,7 @@ from situated.errors import UsageError
 from situated.eval.envs.stats import Estimate, bootstrap_mean, wilson
 from situated.eval.envs.swagent import NO_ADVICE, Advice, Plan, parse_guidance
 from situated.eval.envs.twagent import CookAgent
+from situated.eval.envs.twllm import LLMClient, LLMCookAgent
 from situated.eval.envs.twparse import clean, inventory, location, parse_recipe, state_facts
 from situated.eval.reader import parse_context
 from situated.memory import Memory
@@ -222,16 +223,41 @@ def annotate(feedback: str, before: int, after: int, lost: bool) -> str:
 Consult = Callable[[State, frozenset[str]], Advice]
 
 
+class TWAgent(Protocol):
+    """What `run_episode` drives: `twagent.CookAgent` or `twllm.LLMCookAgent`."""
+
+    started: set[str]
+    used: set[str]
+    recipe: Any
+
+    @property
+    def in_plan(self) -> bool: ...
+
+    def advise(self, advice: Advice) -> None: ...
+
+    def see(self, observation: str) -> None: ...
+
+    def next_action(self, room: str, admissible: list[str],
+                    inventory: tuple[str, ...]) -> tuple[str, str | None]: ...
+
+    def result(self, action: str, plan_id: str | None, room: str, feedback: str) -> None: ...
+
+
+AgentFactory = Callable[[str], TWAgent]
+
+
 def run_episode(path: Path, split: str, arm: str, consult: Consult, cfg: TWConfig,
-                fixed: Sequence[str] | None = None) -> Episode:
+                fixed: Sequence[str] | None = None,
+                agent_factory: AgentFactory | None = None) -> Episode:
     """Play one game: the walkthrough when `fixed` is given, else the agent with advice."""
     game = TWGame(path)
     ep = Episode(path.stem, split, arm)
     try:
         gs = game.reset()
         ep.max_points = int(gs.max_score or 1)
-        agent = CookAgent(f"{cfg.seed}|{path.stem}")
+        agent: TWAgent = (agent_factory or CookAgent)(f"{cfg.seed}|{path.stem}")
         obs, room, inv = observe(gs)
+        agent.see(obs)
         recipe = None
 
         def ask() -> None:
@@ -267,6 +293,7 @@ def run_episode(path: Path, split: str, arm: str, consult: Consult, cfg: TWConfi
                 break
             before_room = room
             obs, room, inv = observe(gs)
+            agent.see(obs)
             plan_done = pid is not None and not agent.in_plan
             if script is None and len(ep.advices) < cfg.max_consults and (
                 room != before_room or new_recipe or plan_done
@@ -459,9 +486,12 @@ def run_textworld(
     quick: bool, out_dir: Path, console: Console | None = None, *,
     train_games: int | None = None, test_games: int | None = None, seed: int = 0,
     step_cap: int | None = None, embedder: str = DEFAULT_EMBEDDER,
-    cache_dir: Path | None = None,
+    cache_dir: Path | None = None, llm: LLMClient | None = None,
 ) -> dict[str, Any]:
     """Generate games, build memory on train games, run the arms on unseen test games.
+
+    With `llm`, an `twllm.LLMCookAgent` over that endpoint plays the test games (memory is
+    still built by the non-LLM agent, so every test agent reads the same memory).
 
     Returns the JSON-ready result (also written to `out_dir/textworld.json`).
     """
@@ -486,6 +516,13 @@ def run_textworld(
     arms: list[NoMemory | RawReplay | Compiled] = [NoMemory(), raw, compiled]
     trajectories: list[dict[str, Any]] = []
     episodes: list[Episode] = []
+    factory: AgentFactory | None = None
+    if llm is not None:
+        client = llm
+
+        def factory(seed: str) -> TWAgent:
+            return LLMCookAgent(client, INTENT)
+
     try:
         t1 = time.perf_counter()
         built = build_memory(mem, principal, games["train"], cfg, raw, trajectories)
@@ -493,7 +530,8 @@ def run_textworld(
         console.log(f"memory from {len(games['train'])} train games: {built}")
         for path in games["test"]:
             for arm in arms:
-                ep = run_episode(path, "test", arm.name, arm.consult, cfg)
+                ep = run_episode(path, "test", arm.name, arm.consult, cfg,
+                                 agent_factory=factory)
                 episodes.append(ep)
                 arm.feedback(ep)
         t3 = time.perf_counter()
@@ -507,6 +545,9 @@ def run_textworld(
                          "eval": round(t3 - t2, 1), "total": round(time.perf_counter() - t0, 1)},
         "memory": built,
         "arms": summarise(episodes, cfg.seed),
+        "agent": {"name": "cook"} if llm is None else {
+            "name": "llm", "model": llm.model, "requests": llm.requests,
+            "failures": llm.failures},
         "compiled_recall": {"modes": dict(compiled.modes),
                             "rejections": dict(compiled.rejections.most_common())},
         "episodes": [e.row() for e in episodes],

@@ -53,6 +53,10 @@ class CookAgent:
         self.opened: set[str] = set()
         self.exits_taken: set[tuple[str, str]] = set()
 
+    def see(self, observation: str) -> None:
+        """The game's text; this agent reads what it needs from the admissible commands."""
+        return None
+
     def advise(self, advice: Advice) -> None:
         self.avoid = dict(advice.avoid)
         self.pending = [p for p in advice.plans if p.id not in self.started]
