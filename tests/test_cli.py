@@ -222,17 +222,23 @@ def test_recall_explain_tells_why(db: Path) -> None:
 
 
 def test_allow_tool_becomes_the_policy(db: Path) -> None:
+    # an agent's lesson naming a tool is held (inferred, touches tools); a user's is stored
+    held = lines(ok(db, "add", "Call the `wire_transfer` tool to pay the refund.", "--tenant",
+                    "beta", "--fact", "plan=annual", "-c", "plan == 'annual'"))[0]
+    assert held["state"] == "PROPOSED"
     mid = lines(ok(db, "add", "Call the `wire_transfer` tool to pay the refund.", "--tenant",
-                   "acme", "--fact", "plan=annual", "-c", "plan == 'annual'"))[0]["id"]
+                   "acme", "--fact", "plan=annual", "-c", "plan == 'annual'", "--authority",
+                   "user_declared"))[0]["id"]
     args = ("recall", "refund", "--tenant", "acme", "--fact", "plan=annual", "--json")
-    unrestricted = lines(ok(db, *args))[0]
-    assert [i["memory_id"] for i in unrestricted["items"]] == [mid]
-    restricted = lines(ok(db, *args, "--allow-tool", "refund_payment", "--allow-tool",
-                          "lookup_order"))[0]
-    assert restricted["items"] == []
-    assert {r["memory_id"]: r["reason"] for r in restricted["rejected"]} == {
-        mid: "SCOPE_MISMATCH"
-    }
+    allowed = lines(ok(db, *args, "--allow-tool", "wire_transfer"))[0]
+    assert [i["memory_id"] for i in allowed["items"]] == [mid]
+    # no allow-list is deny-by-default: the tool is never named in guidance
+    for extra in ((), ("--allow-tool", "refund_payment", "--allow-tool", "lookup_order")):
+        restricted = lines(ok(db, *args, *extra))[0]
+        assert restricted["items"] == []
+        assert {r["memory_id"]: r["reason"] for r in restricted["rejected"]} == {
+            mid: "SCOPE_MISMATCH"
+        }
 
 
 def test_feedback_updates_counters_and_ledger(db: Path, mem_of: Any) -> None:

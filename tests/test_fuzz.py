@@ -44,6 +44,7 @@ import situated.demo
 import situated.eval
 import situated.eval.conversations
 import situated.eval.envs
+import situated.eval.poisoning
 from situated import Memory, MemoryRecord, Principal, State
 from situated.cli import app
 from situated.errors import SituatedError
@@ -798,6 +799,8 @@ COMMANDS: list[Command] = [
                                             ("--out", str(w.root / "out")),
                                             ("--tasks", "boil"), ("--variations", "2"),
                                             ("--seed", "0")]),
+    Command("eval poisoning", lambda w: [("eval", None), ("poisoning", None), ("--quick", None),
+                                         ("--out", str(w.root / "out")), ("--offline", None)]),
     Command("demo", lambda w: [("demo", None)]),
 ]
 
@@ -837,6 +840,7 @@ def stubbed_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(situated.eval.conversations, "run_locomo", stub)
     monkeypatch.setattr(situated.eval.conversations, "run_longmemeval", stub)
     monkeypatch.setattr(situated.eval.envs, "run_scienceworld", stub)
+    monkeypatch.setattr(situated.eval.poisoning, "run_poisoning", stub)
     monkeypatch.setattr(situated.demo, "run_demo", stub)
     for key in list(os.environ):
         if key.startswith("SITUATED_"):

@@ -121,6 +121,11 @@ def ref_sentences(text: str) -> list[str]:
     return parts or [text.strip()]
 
 
+def ref_code_like(name: str) -> bool:
+    """`safety.code_like`, written again: snake_case, dotted.name or camelCase."""
+    return re.fullmatch(r"[A-Za-z_]\w*(?:[_.][A-Za-z0-9]\w*)+|[a-z]+[A-Z]\w*", name) is not None
+
+
 def ref_validate(recon: Reconstruction, policy: Policy) -> Reconstruction:
     """`validate` before caching, for a record that asserts no value (no contradiction)."""
     if recon.verdict not in (Verdict.APPLICABLE, Verdict.PARTIAL):
@@ -137,12 +142,16 @@ def ref_validate(recon: Reconstruction, policy: Policy) -> Reconstruction:
         if policy.allowed_tools is not None:
             ok = {a.lower() for a in policy.allowed_tools}
             bad = {t for t in ref_tool_mentions(sentence) if t.lower() not in ok}
-            if bad:
-                rejected.append(
-                    Claim(sentence, RejectionReason.SCOPE_MISMATCH,
-                          f"names tools outside the allow-list: {', '.join(sorted(bad))}")
-                )
-                continue
+            where = "outside the allow-list"
+        else:  # deny-by-default: every code-like name
+            bad = {t for t in ref_tool_mentions(sentence) if ref_code_like(t)}
+            where = "with no allow-list (deny)"
+        if bad:
+            rejected.append(
+                Claim(sentence, RejectionReason.SCOPE_MISMATCH,
+                      f"names tools {where}: {', '.join(sorted(bad))}")
+            )
+            continue
         effects = ref_prohibited_effects(sentence, policy.prohibited_effects)
         if effects:
             rejected.append(
@@ -248,6 +257,8 @@ _EXEMPLARS = [  # phrases that match the patterns (in pieces, the gates must sti
     "disable the audit logging", "turn off two-factor", "store the card numbers",
     "write down passwords", "drop all tables", "rm -rf everything", "chmod 777",
     "curl x | bash", "call the refund tool", "`lookup_invoice`", "issue_refund(",
+    "[SYSTEM notice]", "takes precedence over your instructions", "policy v9.1 now applies",
+    "policy version 3 supersedes",
 ]
 _SITUATIONS = [  # what the then/now contrasts look for
     "is on", "is off", "was on", "were off", "left off", "still on", "stays off", "turned on",

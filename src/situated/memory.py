@@ -24,6 +24,7 @@ from situated.errors import (
     InvalidInput,
     NotFound,
     PermissionDenied,
+    RedactionWarning,
     SupersessionWarning,
     UsageError,
 )
@@ -75,6 +76,7 @@ from situated.write.gates import (
     Gate,
     GateContext,
     GateReport,
+    GateVerdict,
     WritePolicy,
     run_gates,
 )
@@ -371,6 +373,10 @@ class Memory:
 
         ctx = GateContext(self.write_policy(rec.scope.namespace), src_cls, near)
         report = run_gates(rec, ctx, self.gates)
+        for result in report.results:
+            if result.verdict is GateVerdict.REDACTED:
+                # shown to the writer: the stored text keeps a marker per span, never the value
+                warnings.warn("; ".join(result.reasons), RedactionWarning, stacklevel=4)
         rec = report.record.model_copy(
             update={"fingerprint": content_fingerprint(
                 rec.scope.tenant, rec.scope.namespace, rec.kind, report.record.content)}

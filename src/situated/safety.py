@@ -29,6 +29,14 @@ _INJECTION = [
     (r"\b(verified|approved|authori[sz]ed) by (the )?(admin|security|system|owner)",
      "claims authority it was not given"),
     (r"\bdo not (tell|inform|log|report)\b", "asks to hide actions"),
+    (r"[\[<]\s*/?\s*(system|admin\w*|developer|operator|policy|priority|important|verified|"
+     r"override|root|security)\b[^\]>\n]{0,40}[\]>]", "carries a pseudo-system header"),
+    (r"\b(outranks?|outweighs?|takes? precedence over|(has|have|with) (priority|precedence) "
+     r"over|higher priority than|more authority than|overrides?)\b.{0,60}"
+     r"\b(users?|operators?|instructions?|system|developers?|polic\w*|prompts?)\b",
+     "claims precedence over the run's instructions"),
+    (r"\bpolicy\s+(version\s+|v)\s*[\w.\-]+.{0,40}\b(replaces|supersedes|overrides|is now in "
+     r"effect|now applies|takes effect)\b", "claims a policy version of its own"),
 ]
 _UNSAFE = [
     (r"\b(disable|turn off|switch off|bypass|skip|silence|mute|remove|deactivate)\b.{0,40}"
@@ -206,6 +214,23 @@ def tool_mentions(text: str) -> set[str]:
         if name and name.lower() not in _STOP:
             names.add(name)
     return names
+
+
+_CODE_LIKE = re.compile(r"[A-Za-z_]\w*(?:[_.][A-Za-z0-9]\w*)+|[a-z]+[A-Z]\w*")
+
+
+def code_like(name: str) -> bool:
+    """True for a name shaped like code (`snake_case`, `dotted.name`, `camelCase`): what a
+    tool mention must look like to be denied where no allow-list is declared."""
+    return _CODE_LIKE.fullmatch(name) is not None
+
+
+def denied_tools(names: Iterable[str], allowed: frozenset[str] | None) -> set[str]:
+    """The tool names a run may not see named: outside `allowed` (from `allow_list`); with no
+    allow-list (None), deny-by-default: every code-like name."""
+    if allowed is None:
+        return {n for n in names if code_like(n)}
+    return not_allowed(names, allowed)
 
 
 def disallowed_tools(text: str, allowed: Iterable[str]) -> set[str]:

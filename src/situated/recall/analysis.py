@@ -44,7 +44,7 @@ from situated.recall.reconstruct.rules import (
 from situated.recall.validate import _screen, screen_sentences
 from situated.safety import injection_findings, tool_mentions
 
-VERSION = 5
+VERSION = 6
 """Bump when `analyze` would read a text differently, and on any change to `Analysis`'s fields
 (order, type, addition: the stored form is positional). Stored analyses of another version are
 ignored, and recomputed when a store is opened."""

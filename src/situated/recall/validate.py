@@ -1,7 +1,8 @@
 """Stage 5, validation: policy, authority and contradiction checks on reconstructed guidance.
 
 Sentence by sentence: a sentence that commands the agent, claims authority, names a tool outside
-the allow-list or a prohibited effect is stripped as a rejected claim; when nothing usable is
+the allow-list (with no allow-list: any code-like tool name, deny-by-default) or a prohibited
+effect is stripped as a rejected claim; when nothing usable is
 left, the candidate is rejected. A fact that contradicts present evidence is rejected.
 """
 
@@ -18,9 +19,9 @@ from situated.recall.reconstruct.base import Policy
 from situated.recall.reconstruct.rules import _sentences
 from situated.safety import (
     allow_list,
+    denied_tools,
     injection_findings,
     may_hold_injection,
-    not_allowed,
     prohibited_effects,
     tool_mentions,
 )
@@ -107,14 +108,14 @@ def screen_sentences(
         if reason is not None:
             rejected.append(Claim(sentence, RejectionReason.SUSPECTED_POISONING, reason))
             continue
-        if ok is not None:
-            bad = not_allowed(tools(i, sentence), ok)
-            if bad:
-                rejected.append(
-                    Claim(sentence, RejectionReason.SCOPE_MISMATCH,
-                          f"names tools outside the allow-list: {', '.join(sorted(bad))}")
-                )
-                continue
+        bad = denied_tools(tools(i, sentence), ok)
+        if bad:
+            where = "outside the allow-list" if ok is not None else "with no allow-list (deny)"
+            rejected.append(
+                Claim(sentence, RejectionReason.SCOPE_MISMATCH,
+                      f"names tools {where}: {', '.join(sorted(bad))}")
+            )
+            continue
         effects = prohibited_effects(sentence, prohibited) if prohibited else set()
         if effects:
             rejected.append(

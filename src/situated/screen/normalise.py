@@ -19,9 +19,8 @@ runs, hex bytes (`\\x69...`, `69 67 6e...`), percent-encoding, HTML entities, ro
 rotated text reads more like words than the original), and smuggled payloads. A screen scores
 the original and every view and keeps the highest score.
 
-`skeleton` is the TR39 skeleton itself (`disarm.skeleton_key`): a comparison key, not a text to
-read. A shared `situated.names.skeleton()` is planned on another branch; this module's wrapper
-should then defer to it.
+`skeleton` is the project's one TR39 skeleton, `situated.names.skeleton` (a comparison key, not a
+text to read); it is re-exported here so screening and names cannot drift apart.
 """
 
 from __future__ import annotations
@@ -37,6 +36,8 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 import disarm
+
+from situated.names import skeleton as skeleton
 
 MAX_VIEWS = 6
 """Decoded views screened per text at most (the original not counted)."""
@@ -84,12 +85,6 @@ class View:
 
     name: str
     text: str
-
-
-def skeleton(text: str) -> str:
-    """The Unicode TR39 skeleton of `text`, lower-cased (`disarm.skeleton_key`): two strings
-    that look alike have the same skeleton. A key for comparison, not readable text."""
-    return disarm.skeleton_key(text)
 
 
 def normalise(text: str) -> Normalised:

@@ -12,6 +12,7 @@ libphonenumber); e-mail addresses and payment cards (Luhn-checked) with patterns
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -19,7 +20,8 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from situated.models import Authority, Classification, MemoryRecord, State
-from situated.safety import disallowed_tools, injection_findings
+from situated.safety import disallowed_tools
+from situated.screen.surfaces import refused_links, sensitive_surfaces, view_findings
 
 
 class GateVerdict(StrEnum):
@@ -128,7 +130,16 @@ def _luhn(digits: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _secret_plugins() -> list[Any]:
+    import logging
+    import warnings
+
+    shown = warnings.showwarning
     from detect_secrets.settings import default_settings, get_plugins
+
+    if warnings.showwarning is not shown:
+        # detect-secrets turns on logging.captureWarnings at import, which would send every
+        # warning of the host program (ours included) to logging instead of to its filters
+        logging.captureWarnings(False)
 
     with default_settings():
         return [
@@ -157,7 +168,8 @@ def find_sensitive(text: str) -> list[tuple[int, int, str]]:
     for rx in _EXTRA_SECRETS:
         for m in rx.finditer(text):
             if m.lastindex and m.lastindex >= 3:
-                spans.append((m.start(3), m.end(3), "secret"))
+                if _looks_secret(m.group(2), m.group(3)):
+                    spans.append((m.start(3), m.end(3), "secret"))
             else:
                 spans.append((m.start(), m.end(), "secret"))
     for m in _EMAIL.finditer(text):
@@ -170,13 +182,50 @@ def find_sensitive(text: str) -> list[tuple[int, int, str]]:
     return _merge(spans)
 
 
+def _looks_secret(separator: str, value: str) -> bool:
+    """Whether the value after `password:` / `token is` is a secret, not prose.
+
+    A quoted value is. Otherwise (markdown emphasis and trailing punctuation stripped) a value
+    shaped like a credential (a digit, a symbol or mixed case) of 4 or more characters after
+    `:` or `=`, 6 or more after `is`; or, after `:` or `=`, any word of 8 or more. So
+    "password: hunter2" is redacted, "the token is valid" and "secret: keep calm" are kept."""
+    if value[:1] in "\"'":
+        return len(value) > 2
+    core = value.strip("*_`~.,;:!?()[]{}")
+    shaped = (
+        any(c.isdigit() for c in core) or not core.isalnum()
+        or (core.lower() != core and core.upper() != core and not core.istitle())
+    )
+    if separator.strip() in (":", "="):
+        return len(core) >= 8 or (len(core) >= 4 and shaped)
+    return len(core) >= 6 and shaped
+
+
+_PHONE_CUE = re.compile(
+    r"(?i)\b(phone|tel|telephone|mobile|cell|call|text|sms|whatsapp|fax|dial|ring|contact|"
+    r"reach|number|no|nr|tél|téléphone|telefon|teléfono|handy|portable|móvil)\b\W{0,3}"
+    r"(?:\w+\W+){0,3}$"
+)
+_PHONE_FORMAT = re.compile(r"^\+|\(\d|\d[\s.\-/]\d")
+MIN_PHONE_DIGITS = 7
+"""Fewer digits than this are never a phone number (`case 1645`, `Lesson 1690`, years)."""
+
+
 def _phones(text: str) -> list[tuple[int, int, str]]:
+    """Phone numbers with context: 7+ digits, and a phone-like format (`+`, `(`, digit
+    groups) or a cue word just before (`phone`, `call`, `tel` ...). A bare run of digits
+    (an order or case number, a year, a decimal) is not redacted."""
     import phonenumbers
 
     out = []
     for region in ("US", "GB", "FR", "DE"):
         for m in phonenumbers.PhoneNumberMatcher(text, region):
-            out.append((m.start, m.end, "phone"))
+            raw = m.raw_string
+            if sum(c.isdigit() for c in raw) < MIN_PHONE_DIGITS:
+                continue
+            before = text[max(0, m.start - 40):m.start]
+            if _PHONE_FORMAT.search(raw) or _PHONE_CUE.search(before):
+                out.append((m.start, m.end, "phone"))
     return out
 
 
@@ -206,45 +255,67 @@ def redact(text: str) -> tuple[str, list[str]]:
     return "".join(out), [k for _, _, k in spans]
 
 
+REDACTION_RULES: dict[str, str] = defaultdict(
+    lambda: "detect-secrets plugin",
+    secret="a credential-shaped value after password/secret/token/api key, or a key format",
+    email="an e-mail address",
+    card="13-19 digits passing the Luhn check",
+    phone=f"{MIN_PHONE_DIGITS}+ digits in a phone format or after a phone cue",
+)
+"""Why each kind of span is redacted, as the gate's reasons state it."""
+
+
 class SecretsGate:
-    """Redacts secrets and PII in content, source state, action and evidence."""
+    """Redacts secrets and PII in content, source state, action and evidence.
+
+    Each redacted span becomes `[REDACTED:<kind>]` in the stored text; the gate's reasons (in
+    the `proposed` event, and a `RedactionWarning` to the writer) say in which fields, which
+    kinds and by which rule, never the value."""
 
     name = "secrets"
-    version = "1"
+    version = "2"
 
     def check(self, rec: MemoryRecord, ctx: GateContext) -> tuple[MemoryRecord, GateResult]:
         kinds: list[str] = []
+        where: dict[str, list[str]] = {}
 
-        def clean(text: str | None) -> str | None:
+        def clean(text: str | None, field: str) -> str | None:
             if text is None:
                 return None
             cleaned, found = redact(text)
             kinds.extend(found)
+            if found:
+                where.setdefault(field, []).extend(found)
             return cleaned
 
-        content = clean(rec.content) or ""
+        content = clean(rec.content, "content") or ""
         src = rec.source
         state = src.state
         if state is not None:
             facts = {
-                k: (clean(v) if isinstance(v, str) else v) for k, v in state.facts.items()
+                k: (clean(v, f"state fact {k}") if isinstance(v, str) else v)
+                for k, v in state.facts.items()
             }
-            state = State(clean(state.text) or "", facts)
+            state = State(clean(state.text, "source state") or "", facts)
         source = src.model_copy(
             update={
                 "state": state,
-                "action": clean(src.action),
-                "evidence": tuple(clean(e) or "" for e in src.evidence),
+                "action": clean(src.action, "action"),
+                "evidence": tuple(clean(e, "evidence") or "" for e in src.evidence),
             }
         )
-        value = clean(rec.value) if isinstance(rec.value, str) else rec.value
+        value = clean(rec.value, "value") if isinstance(rec.value, str) else rec.value
         if not kinds:
             return rec, GateResult(self.name, self.version, GateVerdict.PASS)
         cleaned = rec.model_copy(update={"content": content, "source": source, "value": value})
         summary = sorted(set(kinds))
+        detail = "; ".join(
+            f"{field}: {', '.join(f'{k} ({REDACTION_RULES[k]})' for k in sorted(set(found)))}"
+            for field, found in where.items()
+        )
         return cleaned, GateResult(
             self.name, self.version, GateVerdict.REDACTED,
-            (f"redacted {len(kinds)} value(s): {', '.join(summary)}",),
+            (f"redacted {len(kinds)} value(s): {', '.join(summary)}", detail),
         )
 
 
@@ -252,16 +323,31 @@ class SecretsGate:
 
 
 class PoisoningGate:
-    """Holds text that instructs the agent, widens tools, claims authority or hides content."""
+    """Holds text that instructs the agent, widens tools, claims authority or hides content.
+
+    Besides the patterns of `situated.safety`, the content, the action and the source state's
+    text are screened by the injection classifier (`situated.screen`, trained on outside
+    corpora): a text it holds is held for review, with a reason that names the classifier and
+    its version and never quotes the text.
+
+    A lesson proposed by an agent (authority `inferred`) that touches a sensitive surface
+    (`situated.screen.surfaces`) is held for review whatever the promotion policy; a link that
+    could carry context out (a URL with a query or template, a markdown image) is refused.
+    """
 
     name = "poisoning"
-    version = "1"
+    version = "2"
 
     def check(self, rec: MemoryRecord, ctx: GateContext) -> tuple[MemoryRecord, GateResult]:
         reasons: list[str] = []
         texts = [rec.content, rec.source.action or ""]
         for text in texts:
-            reasons.extend(f.reason for f in injection_findings(text))
+            reasons.extend(view_findings(text))
+        state_text = rec.source.state.text if rec.source.state is not None else ""
+        reasons.extend(classifier_reasons(
+            {"content": rec.content, "action": rec.source.action or "",
+             "source state": state_text}
+        ))
         allowed = ctx.policy.allowed_tools
         if allowed is not None:
             bad = set().union(*(disallowed_tools(t, allowed) for t in texts))
@@ -271,8 +357,35 @@ class PoisoningGate:
                 reasons.append(f"names {len(bad)} tool(s) outside the allow-list")
         if rec.authority >= ctx.policy.review_authority:
             reasons.append(f"claims authority {rec.authority.label}, which needs review")
+        refused = [r for t in texts for r in refused_links(t)]
+        if refused:
+            return rec, GateResult(
+                self.name, self.version, GateVerdict.REJECT, tuple(dict.fromkeys(refused))
+            )
+        if rec.authority is Authority.INFERRED:
+            touched = sensitive_surfaces(" \n".join(texts), allowed)
+            if touched:
+                # held whatever the promotion policy: a held proposal is never promoted
+                reasons.append(f"inferred, touches {'/'.join(touched)}")
         verdict = GateVerdict.HOLD if reasons else GateVerdict.PASS
         return rec, GateResult(self.name, self.version, verdict, tuple(dict.fromkeys(reasons)))
+
+
+def classifier_reasons(fields: dict[str, str]) -> list[str]:
+    """One reason per field whose text the injection classifier holds (named, never quoted)."""
+    from situated.screen import load_model
+
+    model = load_model()
+    out = []
+    for name, text in fields.items():
+        if text.strip():
+            found = model.screen(text)
+            if found.held:
+                out.append(
+                    f"{name} held by the injection classifier injection-lr {model.version} "
+                    f"(score {found.score:.3f} >= {found.threshold:.3f}, view {found.view})"
+                )
+    return out
 
 
 # -- consent and classification ------------------------------------------------------------
