@@ -7,8 +7,8 @@ the stove, roast with the oven, grill with the BBQ), prepare the meal and eat it
 preparation (roasting what must be fried) ends the game as lost, so a lesson replayed in the
 wrong game does measurable harm.
 
-1. **Games**: `train_games` games from TextWorld's `train` split (seeds 1, 2, ...) and
-   `test_games` from its `test` split (seeds 10001, ...): every test game has a layout not
+1. **Games**: `train_games` games (default 20) from TextWorld's `train` split (seeds 1, 2,
+   ...) and `test_games` (default 60) from its `test` split (seeds 10001, ...): every test game has a layout not
    seen in training, and its foods are unseen or prepared in ways unseen for that food.
    Generated once into a cache directory (default: `<out>/tw-games`), keyed by settings.
 2. **Memory** from train games only, through `Memory.learn` and the normal gates: the
@@ -476,9 +476,9 @@ def summarise(episodes: Sequence[Episode], seed: int = 0) -> dict[str, dict[str,
 def make_config(quick: bool, train_games: int | None = None, test_games: int | None = None,
                 seed: int = 0, *, step_cap: int | None = None,
                 embedder: str = DEFAULT_EMBEDDER) -> TWConfig:
-    """Quick: 4 train and 4 test games; full: 20 and 30. Any setting can be overridden."""
+    """Quick: 4 train and 4 test games; full: 20 and 60. Any setting can be overridden."""
     return TWConfig(train_games=train_games or (4 if quick else 20),
-                    test_games=test_games or (4 if quick else 30),
+                    test_games=test_games or (4 if quick else 60),
                     step_cap=step_cap or 60, seed=seed, embedder=embedder, quick=quick)
 
 
