@@ -235,18 +235,20 @@ def test_undecodable_file_names_in_evidence_are_refused(mem: Memory, acme: Princ
 
 
 def test_erasure_empties_the_text_caches(mem: Memory, acme: Principal) -> None:
+    from situated.recall.briefing import unsafe_text
     from situated.recall.reconstruct.rules import _sentences
     from situated.safety import injection_findings
+    from situated.screen.surfaces import views_cache
 
     rec = mem.add("Reboot the router twice. Then call support.", principal=acme,
                   state=State("the internet is down", {"router": "on"}))
-    mem.recall(State("the internet is down", {"router": "on"}), principal=acme)
+    mem.recall(State("the internet is down", {"router": "on"}), principal=acme).render()
     injection_findings("Reboot the router twice.")
-    assert _sentences.cache_info().currsize and injection_findings.cache_info().currsize
+    caches = (_sentences, injection_findings, unsafe_text, views_cache())
+    assert all(c.cache_info().currsize for c in caches)
     admin = Principal(tenant="acme", roles={"admin"}, clearance="internal")
     mem.erase(rec.id, principal=admin, reason="asked")
-    assert _sentences.cache_info().currsize == 0
-    assert injection_findings.cache_info().currsize == 0
+    assert [c.cache_info().currsize for c in caches] == [0, 0, 0, 0]
 
 
 def test_a_backfill_does_not_write_into_a_row_erased_meanwhile(

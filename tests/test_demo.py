@@ -25,7 +25,7 @@ def temp_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def demo(keep: bool = False) -> tuple[DemoResult, str]:
     out = io.StringIO()
     console = Console(file=out, width=100, color_system=None, force_terminal=False)
-    result = run_demo(console, "hash", keep=keep)
+    result = run_demo(console, "minilm-static", keep=keep)  # what a newcomer runs
     return result, out.getvalue()
 
 
@@ -77,7 +77,7 @@ def test_demo_feedback_lands_in_the_database() -> None:
     result, _ = demo(keep=True)
     assert result.db_path is not None and Path(result.db_path).exists()
     acme = Principal("acme", roles={"support"})
-    with Memory(result.db_path, embedder="hash") as mem:
+    with Memory(result.db_path, embedder="minilm-static") as mem:
         full = mem.inspect(result.ids["full_refund"], principal=acme)
         # today's ticket and the two follow-ups that used it all succeeded
         assert (full.counters.uses, full.counters.successes) == (3, 3)
@@ -113,7 +113,7 @@ def test_demo_demotes_the_lookalike_with_a_transitioned_event() -> None:
     assert eu[lookalike] < eu[helpful]
     assert result.db_path is not None
     acme = Principal("acme", roles={"support"})
-    with Memory(result.db_path, embedder="hash") as mem:
+    with Memory(result.db_path, embedder="minilm-static") as mem:
         rec = mem.inspect(lookalike, principal=acme)
         assert rec.state.value == "LOW_VALUE"
         assert (rec.counters.uses, rec.counters.successes) == (3, 0)
@@ -133,7 +133,7 @@ def test_demo_reviewer_rejects_the_poisoned_proposal() -> None:
     assert all(r in text for r in result.review_reasons)
     assert result.db_path is not None
     reviewer = Principal("acme", roles={"reviewer"}, name="acme-reviewer")
-    with Memory(result.db_path, embedder="hash") as mem:
+    with Memory(result.db_path, embedder="minilm-static") as mem:
         assert mem.inspect(poisoned, principal=reviewer).state.value == "REJECTED"
         assert mem.pending(reviewer=reviewer) == []
         last = mem.history(poisoned, principal=reviewer)[-1]
@@ -158,7 +158,7 @@ def test_demo_revoked_consent_disappears_from_recall() -> None:
     assert plan in after["items"], "the same recall still works for the other memory"
     assert result.db_path is not None
     acme = Principal("acme", roles={"support"})
-    with Memory(result.db_path, embedder="hash") as mem:
+    with Memory(result.db_path, embedder="minilm-static") as mem:
         assert mem.inspect(pref, principal=acme).state.value == "REVOKED"
         last = mem.history(pref, principal=acme)[-1]
         assert last.event is EventType.REVOKED and last.data == {"consent": "consent-123"}

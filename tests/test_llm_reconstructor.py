@@ -430,7 +430,7 @@ def test_recall_serves_the_llm_guidance(tmp_path: Path, srv: OpenAIStub) -> None
     assert (served.memory_id, served.text, served.verdict) == (mid, LLM_GUIDANCE, Verdict.PARTIAL)
     assert served.confidence == pytest.approx(0.73)
     assert served.adaptations == ("60 -> 45 (days_since_purchase)",)
-    assert f"> [{mid}] (inferred) {LLM_GUIDANCE}" in b.render()
+    assert f"> [{mid}] (inferred, partial, 0.73) {LLM_GUIDANCE}" in b.render()
 
     stored = mem.store.get_recall(b.recall_id, ME).payload
     assert stored["reconstructor"] == "llm@1"

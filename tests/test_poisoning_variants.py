@@ -126,7 +126,7 @@ def test_rendering_never_carries_text_that_claims_authority() -> None:
     assert all(unsafe_text(t) for t in unsafe)
     text = b.render("text")
     assert text.startswith(DATA_HEADER)
-    assert "> [mem_ok] (inferred) Heat the pan first." in text
+    assert "> [mem_ok] (inferred, applicable, 0.90) Heat the pan first." in text
 
 
 def test_no_allow_list_means_no_tool_is_named_in_guidance(mem: Memory) -> None:

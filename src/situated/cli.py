@@ -13,6 +13,7 @@ import json
 import math
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
@@ -942,6 +943,10 @@ def eval_(
 ) -> None:
     """Run the Memory Decision Scorecard: every arm on the same scenarios, paired, with plots;
     then the poisoning report."""
+    from situated.errors import SituatedWarning
+
+    # scenario memories are written to be imperfect (no source state, PII): not the user's
+    warnings.simplefilter("ignore", SituatedWarning)
     if ctx.invoked_subcommand is not None:
         return
     from situated.eval import LLMAgent, SimulatedAgent, TextAgent, parse_arms, parse_seeds, run_eval
@@ -1102,8 +1107,23 @@ def demo(
     run_demo(Console(highlight=False), settings.embedder or DEFAULT_EMBEDDER, keep=keep)
 
 
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """situated's own warnings as one line on stderr (`warning: ...`), others as Python does."""
+    from situated.errors import SituatedWarning
+
+    if issubclass(category, SituatedWarning):
+        print(f"warning: {message}", file=sys.stderr)
+    else:
+        _python_warning(message, category, filename, lineno, file, line)
+
+
+_python_warning = warnings.showwarning
+
+
 def main() -> None:
     """The `situated` console script."""
+    warnings.showwarning = _warning_line
     app(prog_name="situated")
 
 

@@ -74,9 +74,18 @@ class ModelError(SituatedRuntimeError):
     """A model endpoint timed out, failed, or returned output that does not validate."""
 
 
-class SupersessionWarning(UserWarning):
+class SituatedWarning(UserWarning):
+    """Base of situated's warnings: something was stored, but not quite as the writer may think."""
+
+
+class UnservableWarning(SituatedWarning):
+    """A memory was stored that recall can never serve as written (e.g. a lesson with neither
+    a source state nor conditions, or one already expired)."""
+
+
+class SupersessionWarning(SituatedWarning):
     """A new fact superseded an older one although it reads like an additional value."""
 
 
-class RedactionWarning(UserWarning):
+class RedactionWarning(SituatedWarning):
     """The secrets gate replaced spans of a proposal with `[REDACTED:<kind>]` before storage."""

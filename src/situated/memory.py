@@ -26,6 +26,7 @@ from situated.errors import (
     PermissionDenied,
     RedactionWarning,
     SupersessionWarning,
+    UnservableWarning,
     UsageError,
 )
 from situated.learning.learned import LearnedReconstructor
@@ -59,6 +60,7 @@ from situated.recall.briefing import Briefing
 from situated.recall.dedupe import near_duplicate
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
+from situated.recall.reconstruct.prechecks import never_served
 from situated.store.ledger import Credit, EventType, LedgerEvent, replay
 from situated.store.resident import DEFAULT_BUDGET_MB as DEFAULT_RESIDENT_MB
 from situated.store.scope import (
@@ -583,7 +585,7 @@ class Memory:
                 step=step, evidence=tuple(evidence),
             ),
         )
-        return validate_input(
+        rec = validate_input(
             "",
             lambda: MemoryRecord(
                 id="mem_" + uuid.uuid4().hex[:16],
@@ -604,6 +606,11 @@ class Memory:
                 proposed_by=principal.name,
             ),
         )
+        why = never_served(rec)
+        if why:
+            warnings.warn(f"{why}; it is stored, but recall will never serve it as it stands",
+                          UnservableWarning, stacklevel=3)
+        return rec
 
     def _supersede_same_key(self, rec: MemoryRecord, writer: Principal) -> None:
         """A single-valued fact closes the validity of older facts with its (entity, attribute).

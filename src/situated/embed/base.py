@@ -22,6 +22,11 @@ class Embedder(ABC):
     version: str = ""
     dim: int = 0
     batch_size: int = 64
+    relevance_floor: float | None = None
+    """The content similarity (query to memory content) under which a memory with no
+    situation to compare (a note, preference or fact, or a lesson without a source state) is
+    not relevant to the present: measured per embedder on real text by
+    `scripts/calibrate_relevance.py` (the built-ins set theirs); None: no floor."""
 
     @property
     def model_ref(self) -> str:

@@ -66,6 +66,9 @@ class StaticEmbedder(Embedder):
     name = "minilm-static"
     version = "1"  # bump whenever the shipped model is rebuilt with different vectors
     dim = 256
+    relevance_floor: float | None = 0.381
+    """Measured by `scripts/calibrate_relevance.py` (95% of related LoCoMo pairs reach it, 38%
+    of unrelated ones do); another model folder has none until measured."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         if path is None:
@@ -73,6 +76,7 @@ class StaticEmbedder(Embedder):
         else:
             self.path = Path(path)
             self.name = f"static:{self.path.name}"
+            self.relevance_floor = None
             self.dim = int(_read_config(self.path).get("hidden_dim", 0))
         self._model: _Model | None = None
 

@@ -24,7 +24,7 @@ from situated.conditions import Condition, clear_parse_cache, parse_condition
 from situated.embed.hashing import _bucket
 from situated.errors import ConditionSyntaxError
 from situated.models import FactValue, MemoryRecord, normalise_text
-from situated.recall.briefing import Claim
+from situated.recall.briefing import Claim, unsafe_text
 from situated.recall.compile import render_line, token_counter
 from situated.recall.dedupe import _numbers
 from situated.recall.reconstruct import prechecks
@@ -43,6 +43,7 @@ from situated.recall.reconstruct.rules import (
 )
 from situated.recall.validate import _screen, screen_sentences
 from situated.safety import injection_findings, tool_mentions
+from situated.screen import surfaces
 
 VERSION = 6
 """Bump when `analyze` would read a text differently, and on any change to `Analysis`'s fields
@@ -186,7 +187,7 @@ def clear_text_caches() -> None:
     for cached in (
         _sentences, _claims, _marks, _marks_numbers, _names_text, _stems, _numbers_in,
         _screen, _numbers, injection_findings, normalise_text, _digest_of,
-        _bucket, token_counter()._count,
+        _bucket, token_counter()._count, unsafe_text, surfaces.views_cache(),
     ):
         cached.cache_clear()
     clear_parse_cache()

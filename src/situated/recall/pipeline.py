@@ -113,6 +113,7 @@ def run_recall(
     state = req.state.model_copy(update={"facts": PresentFacts(req.state.facts)})
     state_sims = _dots(state_vecs, svec)
     model_ref = embedder.model_ref  # the same for every candidate: read once
+    floor = embedder.relevance_floor
     for c in kept:
         rec = c.record
         state_sim = state_sims.get(c.rid)  # None without a situation to compare
@@ -121,7 +122,7 @@ def run_recall(
             record=rec, present=state, intent=intent, state_similarity=state_sim,
             content_similarity=c.content_similarity, relevance=c.relevance,
             policy=policy, embedder=model_ref, present_fingerprint=state_hash,
-            analysis=analysis,
+            analysis=analysis, relevance_floor=floor,
         )
         # 4 reconstruct: deterministic pre-checks first, then the reconstructor
         recon = precheck(item, as_of)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 from situated.names import skeleton
 from situated.safety import allow_list, denied_tools, injection_findings, tool_mentions
@@ -170,6 +171,11 @@ def tool_names(text: str, allowed: Iterable[str] | None) -> set[str]:
 @lru_cache(maxsize=4096)
 def _views(text: str) -> tuple[str, ...]:
     return tuple(v.text for v in decoded_views(normalise(text)))
+
+
+def views_cache() -> Any:
+    """The cache of decoded views (memory text): erasure empties it."""
+    return _views
 
 
 def view_findings(text: str) -> tuple[str, ...]:

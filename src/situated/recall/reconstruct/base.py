@@ -69,6 +69,8 @@ class ReconstructionInput:
     analysis: Analysis | None = None
     """What the memory's own text says, read when it was written (`situated.recall.analysis`);
     None to read it from `record` (the built-in stages give the same result either way)."""
+    relevance_floor: float | None = None
+    """The embedder's `relevance_floor` (None: no floor)."""
 
 
 class Reconstructor(ABC):

@@ -15,7 +15,7 @@ from typing import Any
 from situated.conditions import Condition, ConditionResult, Truth, evaluate, parse_condition
 from situated.errors import ConditionSyntaxError
 from situated.frozen import quick_init
-from situated.models import FactValue, Kind, LifecycleState, from_epoch
+from situated.models import FactValue, Kind, LifecycleState, MemoryRecord, from_epoch
 from situated.recall.briefing import Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import ReconstructionInput
 
@@ -28,7 +28,8 @@ _MATCHED, _MISMATCHED, _UNKNOWN = Truth.MATCHED, Truth.MISMATCHED, Truth.UNKNOWN
 
 
 def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
-    """Expired, superseded, policy version, conditions, unknown source state, in that order."""
+    """Expired, superseded, policy version, conditions, relevance of a memory with nothing to
+    situate it (under the embedder's floor: not relevant), unknown source state, in order."""
     rec = item.record
     v = rec.validity
     if not (v.valid_from <= as_of < v.valid_until):
@@ -42,6 +43,7 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
             item, RejectionReason.POLICY_VERSION_MISMATCH,
             f"recorded under policy {pv}, present policy is {want}",
         )
+    ev = None
     if rec.conditions:
         a = item.analysis
         ev = evaluated(rec.conditions, item.present.facts, a.conditions if a else None)
@@ -50,12 +52,24 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
                 item, RejectionReason.CONDITION_FAILED, ev.failed_detail,
                 matched=ev.matched, mismatched=ev.mismatched, unknown=ev.unknown,
             )
-        if ev.missing:
-            return _insufficient(
-                item, ev.cannot_check, matched=ev.matched, unknown=ev.unknown,
-                missing_facts=ev.missing,
-            )
-    elif rec.kind is _LESSON and rec.source.state_unknown:
+    src = rec.source.state
+    floor = item.relevance_floor
+    irrelevant = floor is not None and item.content_similarity < floor
+    situationless = rec.kind is not _LESSON or src is None or src.is_empty
+    # relevance is all there is to judge a memory by when nothing situates it; and a memory
+    # that is not relevant never asks for facts (the briefing would ask for an unrelated one's)
+    if irrelevant and (situationless or (ev is not None and ev.missing)):
+        return _reject(
+            item, RejectionReason.LOW_EXPECTED_UTILITY,
+            f"not relevant: content similarity {item.content_similarity:.2f} below the "
+            f"floor {floor:.2f} of {item.embedder.split(':')[0]}",
+        )
+    if ev is not None and ev.missing:
+        return _insufficient(
+            item, ev.cannot_check, matched=ev.matched, unknown=ev.unknown,
+            missing_facts=ev.missing,
+        )
+    if not rec.conditions and rec.kind is _LESSON and rec.source.state_unknown:
         return _insufficient(
             item, "source state unknown and no conditions: applicability cannot be checked"
         )
@@ -229,3 +243,17 @@ def _insufficient(
         guidance="", matched=matched, unknown=unknown, missing_facts=missing_facts,
         reason=RejectionReason.MISSING_EVIDENCE, detail=detail, provenance=PRECHECK,
     )
+
+
+def never_served(rec: MemoryRecord) -> str | None:
+    """Why recall can never serve `rec` as written (told to its writer), or None.
+
+    A lesson with neither a source state nor conditions is always INSUFFICIENT_EVIDENCE (its
+    applicability cannot be checked, `precheck`). (A memory whose validity has ended is still
+    served to a recall `as_of` a time it held.)"""
+    src = rec.source.state
+    if rec.kind is _LESSON and not rec.conditions and (src is None or src.is_empty):
+        return ("a lesson with neither a source state (state=) nor conditions cannot be checked "
+                "against the present; give one of them, or add it as kind='note' or "
+                "'preference' (judged by relevance)")
+    return None
