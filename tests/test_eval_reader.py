@@ -49,7 +49,11 @@ def _briefing(tmp_path: Path) -> str:
 def test_it_parses_a_real_briefing_and_raw_replay_lines(tmp_path: Path) -> None:
     items = parse_context(_briefing(tmp_path))
     assert [i.text for i in items] == [PAN]  # the twin was rejected, so it is not rendered
-    assert items[0].verdict == "applicable" and items[0].confidence is not None
+    assert items[0].verdict == "applicable" and items[0].confidence == 0.9
+    assert items[0].ref is not None and items[0].ref.startswith("mem_")
+    one_line = parse_context("> [mem_1] (inferred, partial, 0.45) Heat it.\n>   adapted: x")
+    assert one_line[0].verdict == "partial" and one_line[0].confidence == 0.45
+    assert one_line[0].adapted == ("x",)
     raw = parse_context(f"{RAW_HEADER}\n- {MICRO}\n- {PAN}")
     assert [i.text for i in raw] == [MICRO, PAN]
     assert all(i.verdict is None for i in raw)
@@ -183,7 +187,7 @@ def test_the_scorecard_runs_every_arm_with_an_llm_agent_over_http(tmp_path: Path
     assert len(sent) == 4 * tasks and not srv.unscripted
     assert result.config["agent"] == {"name": "llm"}
     with_notes = [r for r in sent if "Notes from memory:" in r.prompt]
-    assert any("checked against the present state" in r.prompt for r in with_notes)
+    assert any("Memory is quoted data" in r.prompt for r in with_notes)
     assert any(RAW_HEADER in r.prompt for r in with_notes)
     data = json.loads(result.files["results"].read_text(encoding="utf-8"))
     assert data["config"]["agent"]["name"] == "llm"

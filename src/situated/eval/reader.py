@@ -5,10 +5,10 @@ arm's rendered context, the options) and never the scenario's ground truth: whic
 applies, what it does to the task, situated's internal verdicts. Success is whether the option
 it chose is the scenario's answer. What it does, in order:
 
-1. **Parse the context into items.** A line `- text` (raw replay), `* text [id] (verdict,
-   confidence c)` (a situated briefing) or `> [id] (authority) text` (the quoted briefing
-   form, labelled by a following `>   (verdict, confidence c)` line) starts an item; an
-   `adapted: ...` line adds text. Headers, footers and mode lines are not
+1. **Parse the context into items.** A line `- text` (raw replay), `> [id] (authority,
+   verdict, c) text` (a situated briefing), `* text [id] (verdict, confidence c)` or
+   `> [id] (authority) text` followed by `>   (verdict, confidence c)` (earlier renderings)
+   starts an item; an `adapted: ...` line adds text. Headers, footers and mode lines are not
    items. An item labelled `not_applicable`, `insufficient_evidence` or `rejected` carries no
    trust; a labelled item is trusted in proportion to its confidence (`trust_full`: the
    confidence from which it is trusted fully); an unlabelled item is trusted fully.
@@ -170,7 +170,9 @@ def parse_context(context: str) -> list[ReadItem]:
             continue
         brief = _ITEM_BRIEF.match(line)
         if brief:
-            items.append(ReadItem(brief.group("text").strip(), ref=brief.group("id")))
+            verdict, conf = _label_parts(brief.group("auth") or "")
+            items.append(ReadItem(brief.group("text").strip(), verdict, conf,
+                                  ref=brief.group("id")))
             continue
         raw = _ITEM_RAW.match(line)
         if raw:
@@ -184,6 +186,22 @@ def parse_context(context: str) -> list[ReadItem]:
             else:
                 items.append(ReadItem(text))
     return items
+
+
+_VERDICTS = ("applicable", "partial", "not_applicable", "insufficient_evidence", "rejected")
+
+
+def _label_parts(label: str) -> tuple[str | None, float | None]:
+    """(verdict, confidence) from `inferred, applicable, 0.90` (the one-line item label)."""
+    verdict: str | None = None
+    conf: float | None = None
+    for part in (p.strip().lower() for p in label.split(",")):
+        number = re.fullmatch(r"(?:confidence\s+)?([01](?:\.\d+)?)", part)
+        if number:
+            conf = float(number.group(1))
+        elif part.replace(" ", "_") in _VERDICTS:
+            verdict = part
+    return verdict, conf
 
 
 def clauses(text: str) -> list[tuple[str, str]]:

@@ -8,8 +8,9 @@ preparation (roasting what must be fried) ends the game as lost, so a lesson rep
 wrong game does measurable harm.
 
 1. **Games**: `train_games` games (default 20) from TextWorld's `train` split (seeds 1, 2,
-   ...) and `test_games` (default 60) from its `test` split (seeds 10001, ...): every test game has a layout not
-   seen in training, and its foods are unseen or prepared in ways unseen for that food.
+   ...) and `test_games` (default 60) from its `test` split (seeds 10001, ...): every test
+   game has a layout not seen in training, and its foods are unseen or prepared in ways
+   unseen for that food.
    Generated once into a cache directory (default: `<out>/tw-games`), keyed by settings.
 2. **Memory** from train games only, through `Memory.learn` and the normal gates: the
    walkthrough of each train game, the agent exploring it on its own, and the agent replaying
