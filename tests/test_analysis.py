@@ -236,7 +236,7 @@ def test_undecodable_file_names_in_evidence_are_refused(mem: Memory, acme: Princ
 
 def test_erasure_empties_the_text_caches(mem: Memory, acme: Principal) -> None:
     from situated.recall.briefing import unsafe_text
-    from situated.recall.reconstruct.rules import _sentences
+    from situated.recall.reading import sentences as _sentences
     from situated.safety import injection_findings
     from situated.screen.surfaces import views_cache
 
@@ -273,7 +273,7 @@ def _analysis_inputs_digest() -> str:
 
     from situated import conditions, models, safety
     from situated.recall import analysis, compile
-    from situated.recall.reconstruct import rules
+    from situated.recall import reading as rules
 
     parts: list[object] = [
         safety._INJECTION, safety._TOOL_MENTION_PATTERN, sorted(safety._STOP),
@@ -281,9 +281,9 @@ def _analysis_inputs_digest() -> str:
         rules._NUMBER_BEFORE_WORD.pattern, rules._SENTENCE_END.pattern, rules._TOKEN.pattern,
         rules._NUMBER.pattern, compile.ESTIMATE_VERSION,
     ]
-    for fn in (analysis.analyze, analysis.Analysis, rules._sentences, rules._marks,
-               rules._marks_numbers, rules._names_value, rules._names_text, rules._mentions,
-               rules._stems, rules._key_stems, rules._numbers_in, safety.injection_findings,
+    for fn in (analysis.analyze, analysis.Analysis, rules.sentences, rules.marks,
+               rules.marks_numbers, rules.names_value, rules.names_text, rules.mentions,
+               rules.stems, rules.key_stems, rules.numbers_in, safety.injection_findings,
                safety.tool_mentions, conditions.parse_condition, conditions._parse,
                conditions._operand,
                models.State.describe, models._digest, compile.render_line,
@@ -297,7 +297,7 @@ def test_stored_analyses_are_versioned_with_what_they_depend_on() -> None:
     # `analyze` computes changes, or `Analysis`'s fields change in any way (the stored form is
     # positional), bump `situated.recall.analysis.VERSION` (stored analyses of the old version
     # are then ignored and recomputed); either way, update the digest here.
-    assert (VERSION, _analysis_inputs_digest()) == (6, "187b6a65034cb04b")
+    assert (VERSION, _analysis_inputs_digest()) == (6, "6775b63f95fb3829")
 
 
 def test_recall_records_encode_like_json_dumps() -> None:
@@ -356,7 +356,7 @@ def test_an_erasure_in_another_process_empties_this_ones_text_caches(
     import subprocess
     import sys
 
-    from situated.recall.reconstruct.rules import _sentences
+    from situated.recall.reading import sentences as _sentences
 
     path = tmp_path / "shared.db"
     mem = Memory(path, embedder="hash")

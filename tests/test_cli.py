@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 import situated
 from situated import Memory, Principal
 from situated.cli import app, parse_value
+from situated.service.models import MemoryDoc
 from situated.store.ledger import EventType
 
 ACME = Principal("acme", roles={"support"})
@@ -453,7 +454,10 @@ def test_list_history_ledger_export_are_json_lines(db: Path, mem_of: Any) -> Non
     assert len(ledger) == 3
     assert [e["seq"] for e in ledger] == sorted((e["seq"] for e in ledger), reverse=True)
     exported = lines(ok(db, "export", "--tenant", "acme"))
-    assert exported == list(mem_of().export(principal=ACME))
+    # the service's document (ISO times, utility), the same the HTTP API's /v1/export sends
+    assert exported == [
+        MemoryDoc.of(r).model_dump(mode="json") for r in mem_of().list(principal=ACME)
+    ]
 
 
 def test_plain_views_are_tables(db: Path) -> None:

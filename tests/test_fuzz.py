@@ -49,6 +49,7 @@ from situated import Memory, MemoryRecord, Principal, State
 from situated.cli import app
 from situated.errors import SituatedError
 from situated.recall.reconstruct import Policy
+from situated.store.scope import SYSTEM
 
 RANDOM = settings(
     derandomize=True, database=None, deadline=None, print_blob=False,
@@ -802,7 +803,19 @@ COMMANDS: list[Command] = [
     Command("eval poisoning", lambda w: [("eval", None), ("poisoning", None), ("--quick", None),
                                          ("--out", str(w.root / "out")), ("--offline", None)]),
     Command("demo", lambda w: [("demo", None)]),
+    Command("keys create", lambda w: [("keys", None), ("create", None), ("--tenant", "acme"),
+                                      ("--role", "support"), ("--clearance", "internal"),
+                                      ("--name", "support-bot"), ("--label", "fuzzed")]),
+    Command("keys list", lambda w: [("keys", None), ("list", None), ("--tenant", "acme")]),
+    Command("keys revoke", lambda w: [("keys", None), ("revoke", None),
+                                      ("@key_id", _fresh_key(w)), ("--reason", "rotated")]),
 ]
+
+
+def _fresh_key(w: World) -> str:
+    key, _ = w.mem.store.keys.create(Principal("acme", {"support"}), actor="fuzzer",
+                                     label="", scope=SYSTEM)
+    return key.id
 
 
 def _fb_slots(w: World) -> list[tuple[str | None, str | None]]:

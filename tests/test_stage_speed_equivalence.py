@@ -27,6 +27,7 @@ from situated.models import (
     Validity,
     from_epoch,
 )
+from situated.recall import reading as rules
 from situated.recall import validate as validate_mod
 from situated.recall.briefing import (
     Briefing,
@@ -41,7 +42,6 @@ from situated.recall.briefing import (
     Verdict,
     briefing_dict,
 )
-from situated.recall.reconstruct import rules
 from situated.recall.reconstruct.base import Policy, ReconstructionInput, state_fingerprint
 from situated.recall.reconstruct.prechecks import PRECHECK, evaluate_conditions, precheck
 from situated.safety import (
@@ -376,8 +376,8 @@ def test_text_contrasts_as_before(corpus: list[str]) -> None:
 
 def test_sentences_as_before(corpus: list[str]) -> None:
     for text in corpus:
-        assert list(rules._sentences(text)) == ref_sentences(text)
-        assert rules._claims(text) == tuple(Claim(s) for s in ref_sentences(text))
+        assert list(rules.sentences(text)) == ref_sentences(text)
+        assert rules.claims(text) == tuple(Claim(s) for s in ref_sentences(text))
 
 
 # -- validate and the pre-checks ---------------------------------------------------------------

@@ -9,92 +9,62 @@ one line too, `error: <what click says> (see: <command> --help)`, and exit code 
 traceback: every argument is checked by the library before anything is read or written.
 """
 
-import json
-import math
-import re
 import sys
 import warnings
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, is_dataclass
-from datetime import UTC, datetime
-from enum import Enum, StrEnum
+from dataclasses import asdict
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
-import apsw
-import click
 import typer
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-from typer.core import TyperGroup
 
-from situated import arguments as args
-from situated.embed import DEFAULT_EMBEDDER, available_embedders
-from situated.errors import InvalidInput, SituatedError
-from situated.memory import Memory
-from situated.models import OPEN_END, FactValue, MemoryRecord, Principal, State, validate_input
+from situated.cli_common import (
+    DB_ENV,
+    DEFAULT_DB,
+    Actor,
+    Clearance,
+    Facts,
+    Namespace,
+    Plain,
+    Roles,
+    Settings,
+    Tenant,
+    _console,
+    _doc,
+    _emit,
+    _events_table,
+    _Group,
+    _json_line,
+    _kv_table,
+    _memory,
+    _principal,
+    _record_rows,
+    _records_table,
+    _split,
+    _state,
+    _time,
+    event_json,
+    parse_value,
+    record_json,
+)
+from situated.cli_serve import register as _register_doors
+from situated.embed import DEFAULT_EMBEDDER
+from situated.errors import InvalidInput
+from situated.models import State
 from situated.recall.reconstruct import Policy
+from situated.service import Pool, Service
+from situated.service.models import (
+    BriefingDoc,
+    ErasedDoc,
+    FeedbackDoc,
+    HealthDoc,
+    MaintenanceDoc,
+    PendingDoc,
+    RevokedDoc,
+    StatsDoc,
+)
 from situated.store.ledger import LedgerEvent
-from situated.store.sqlite import Store
-
-DB_ENV = "SITUATED_DB"
-DEFAULT_DB = "situated.db"
-
-
-class _Group(TyperGroup):
-    """Turns domain errors into one line on stderr and exit code 1, usage errors into one line
-    and exit code 2."""
-
-    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
-        with _usage_in_one_line():
-            return super().make_context(info_name, args, parent=parent, **extra)
-
-    def invoke(self, ctx: Any) -> Any:
-        with _usage_in_one_line():
-            try:
-                return super().invoke(ctx)
-            except SituatedError as exc:
-                _fail(str(exc))
-            except apsw.Error as exc:  # the database file itself: unreadable, locked, full
-                _fail(f"database: {exc}")
-            except BrokenPipeError:
-                raise
-            except OSError as exc:  # a file or directory named on the command line
-                _fail(f"{exc.filename or 'file'}: {exc.strerror or exc}")
-
-
-_CLICK = sys.modules[typer.BadParameter.__module__]
-"""The click exceptions typer raises (recent typers vendor their own click)."""
-_USAGE_ERRORS = tuple({click.UsageError, _CLICK.UsageError})
-_HELP = tuple({click.exceptions.NoArgsIsHelpError,
-               getattr(_CLICK, "NoArgsIsHelpError", click.exceptions.NoArgsIsHelpError)})
-
-
-@contextmanager
-def _usage_in_one_line() -> Iterator[None]:
-    try:
-        yield
-    except _HELP:
-        raise  # the help text, as asked for
-    except _USAGE_ERRORS as exc:
-        hint = f" (see: {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
-        _fail(exc.format_message() + hint, code=2)
-
-
-MAX_ERROR_CHARS = 500
-
-
-def _fail(message: str, code: int = 1) -> NoReturn:
-    """One line on stderr: whitespace collapsed, other unprintable characters (controls,
-    bidi overrides, unpaired surrogates) escaped, at most `MAX_ERROR_CHARS`."""
-    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(message.split()))
-    if len(line) > MAX_ERROR_CHARS:
-        line = line[: MAX_ERROR_CHARS - 3] + "..."
-    typer.echo("error: " + line, err=True)
-    raise typer.Exit(code)
-
 
 app = typer.Typer(
     cls=_Group,
@@ -105,14 +75,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Global options, shared by every command."""
-
-    db: Path
-    embedder: str | None
 
 
 @app.callback()
@@ -137,272 +99,6 @@ def _root(
 ) -> None:
     """Experience memory for LLM agents, compiled at recall instead of replayed from storage."""
     ctx.obj = Settings(db=db, embedder=embedder)
-
-
-# -- shared options --------------------------------------------------------------------------
-
-Tenant = Annotated[
-    str,
-    typer.Option(
-        "--tenant", envvar="SITUATED_TENANT", metavar="NAME", help="Tenant to act for."
-    ),
-]
-Roles = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--role",
-        envvar="SITUATED_ROLES",
-        metavar="ROLE",
-        help="A role held (repeatable; env: space-separated).",
-    ),
-]
-Clearance = Annotated[
-    str,
-    typer.Option(
-        "--clearance",
-        envvar="SITUATED_CLEARANCE",
-        metavar="LEVEL",
-        help="Highest classification readable: public, internal, confidential, restricted.",
-    ),
-]
-Actor = Annotated[
-    str,
-    typer.Option(
-        "--actor", envvar="SITUATED_ACTOR", metavar="NAME", help="Actor in the ledger."
-    ),
-]
-Plain = Annotated[bool, typer.Option("--plain", "-p", help="A table for people, not JSON lines.")]
-Facts = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--fact",
-        metavar="KEY=VALUE",
-        help="A state fact (repeatable); numbers, true, false and null are parsed.",
-    ),
-]
-Namespace = Annotated[
-    str | None, typer.Option("--namespace", "-n", metavar="NAME", help="Namespace.")
-]
-
-
-def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str) -> Principal:
-    return validate_input(
-        "principal",
-        lambda: Principal(tenant=tenant, roles=frozenset(roles or ()), clearance=clearance,
-                          name=actor),
-    )
-
-
-@contextmanager
-def _memory(ctx: typer.Context) -> Iterator[Memory]:
-    settings: Settings = ctx.obj
-    path = Path(args.path(settings.db, "db"))
-    if not path.parent.exists():
-        raise InvalidInput("db", f"directory {str(path.parent)!r} does not exist")
-    mem = Memory(path, embedder=settings.embedder or _stored_embedder(path) or DEFAULT_EMBEDDER)
-    try:
-        yield mem
-    finally:
-        mem.close()
-
-
-def _stored_embedder(path: Path) -> str | None:
-    """The registered embedder name an existing store was created with, if any."""
-    if not path.exists():
-        return None
-    store = Store(path)
-    try:
-        ref = store.embedder_ref()
-    finally:
-        store.close()
-    if ref is None:
-        return None
-    name = ref.split("@", 1)[0]
-    return name if name in available_embedders() else None
-
-
-# -- parsing ---------------------------------------------------------------------------------
-
-_INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
-_WORDS: dict[str, FactValue] = {"true": True, "false": False, "null": None, "none": None}
-
-
-def parse_value(raw: str) -> FactValue:
-    """A scalar from the command line: int, float, true/false/null, a quoted or bare string."""
-    text = raw.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    if text.lower() in _WORDS:
-        return _WORDS[text.lower()]
-    if _INT.fullmatch(text):
-        try:
-            return int(text)
-        except ValueError:  # more digits than Python converts; refused as a value later
-            return text
-    if _FLOAT.fullmatch(text):
-        value = float(text)
-        if math.isfinite(value):
-            return value
-    return text
-
-
-def parse_facts(pairs: Iterable[str]) -> dict[str, FactValue]:
-    """`key=value` pairs into a flat facts mapping."""
-    facts: dict[str, FactValue] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise typer.BadParameter(f"expected key=value, got {pair!r:.40}", param_hint="--fact")
-        facts[key.strip()] = parse_value(value)
-    return facts
-
-
-def _time(raw: str | None) -> str | float | None:
-    """An ISO-8601 time, or epoch seconds given as a number."""
-    if raw is None:
-        return None
-    return float(raw) if _FLOAT.fullmatch(raw.strip()) else raw
-
-
-def _state(text: str | None, facts: list[str] | None) -> State | None:
-    parsed = parse_facts(facts or ())
-    if not (text or "").strip() and not parsed:
-        return None
-    return validate_input("state", lambda: State(text or "", facts=parsed))
-
-
-def _split(values: list[str] | None) -> list[str]:
-    """Repeatable options that also accept comma-separated lists."""
-    return [v.strip() for raw in values or () for v in raw.split(",") if v.strip()]
-
-
-# -- output ----------------------------------------------------------------------------------
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Enum):
-        return value.value
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
-    if isinstance(value, frozenset | set | tuple):
-        return list(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(f"cannot serialise {type(value).__name__}")
-
-
-def _emit(obj: Any) -> None:
-    """One JSON line on stdout."""
-    typer.echo(_json_line(obj))
-
-
-_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-"""Line breaks for `str.splitlines` that JSON leaves raw: escaped, each JSON value stays on
-its one line for every reader (inside JSON they can only occur in strings)."""
-
-
-def _json_line(obj: Any, **kw: Any) -> str:
-    return json.dumps(obj, default=_jsonable, ensure_ascii=False, **kw).translate(_LINE_BREAKS)
-
-
-def record_json(rec: MemoryRecord) -> dict[str, Any]:
-    """A memory as the JSON the CLI prints: the export form plus its current utility."""
-    return rec.model_dump(mode="json") | {"utility": round(rec.utility, 4)}
-
-
-def event_json(ev: LedgerEvent) -> dict[str, Any]:
-    return asdict(ev) | {"event": ev.event.value, "when": _iso(ev.at)}
-
-
-def _iso(ts: float) -> str:
-    if ts >= OPEN_END:
-        return "open"
-    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
-
-
-def _console() -> Console:
-    return Console(soft_wrap=False, highlight=False)
-
-
-def _kv_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
-    for key, value in rows:
-        table.add_row(key, Text(_show(value)))
-    return table
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={_show(v)}" for k, v in value.items()) or "-"
-    if isinstance(value, list | tuple | set | frozenset):
-        return ", ".join(_show(v) for v in value) or "-"
-    if isinstance(value, Enum):
-        return str(value.name.lower() if isinstance(value.value, int) else value.value)
-    return str(value)
-
-
-def _record_rows(rec: MemoryRecord) -> list[tuple[str, Any]]:
-    src = rec.source
-    rows: list[tuple[str, Any]] = [
-        ("id", rec.id),
-        ("content", rec.content),
-        ("kind", rec.kind),
-        ("state", rec.state),
-        ("tenant / namespace", f"{rec.scope.tenant} / {rec.scope.namespace}"),
-        ("roles required", sorted(rec.scope.roles)),
-        ("classification", rec.scope.classification),
-        ("authority", rec.authority),
-        ("source state", src.state.describe() if src.state else "unknown"),
-        ("action", src.action),
-        ("outcome", {"success": src.outcome.success, "reward": src.outcome.reward}),
-        ("conditions", list(rec.conditions)),
-        ("valid", f"{_iso(rec.validity.valid_from)} .. {_iso(rec.validity.valid_until)}"),
-        ("recorded at", _iso(rec.validity.recorded_at)),
-        ("counters", asdict(rec.counters)),
-        ("utility", f"{rec.utility:.3f}"),
-    ]
-    if rec.entity is not None:
-        rows.insert(4, ("fact", f"{rec.entity}.{rec.attribute} = {rec.value!r}"))
-    for key, value in (("supersedes", rec.supersedes), ("superseded by", rec.superseded_by),
-                       ("consent", rec.scope.consent), ("episode", src.episode_id)):
-        if value:
-            rows.append((key, value))
-    return rows
-
-
-def _events_table(title: str, events: Iterable[LedgerEvent]) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("seq", no_wrap=True)
-    table.add_column("when", min_width=10)
-    table.add_column("event", no_wrap=True)
-    table.add_column("memory / recall", no_wrap=True)
-    table.add_column("actor", overflow="fold")
-    table.add_column("reason", overflow="fold", ratio=1)
-    for ev in events:
-        target = "\n".join(x for x in (ev.memory_id, ev.recall_id) if x) or "-"
-        table.add_row(
-            str(ev.seq), _iso(ev.at).replace("T", " ").removesuffix("+00:00"), ev.event.value,
-            target, Text(ev.actor), Text(ev.reason),
-        )
-    return table
-
-
-def _records_table(title: str, records: Iterable[MemoryRecord]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for col in ("id", "kind", "namespace", "state", "utility"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("content", overflow="fold", ratio=1)
-    for rec in records:
-        table.add_row(
-            rec.id, rec.kind.value, Text(rec.scope.namespace), rec.state.value,
-            f"{rec.utility:.2f}", Text(rec.content),
-        )
-    return table
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -556,9 +252,7 @@ def recall(
             budget_tokens=budget, as_of=_time(as_of), known_at=_time(known_at), policy=policy,
         )
     if as_json or fmt is Format.json:
-        out = briefing.to_dict()
-        if explain:
-            out["explain"] = briefing.explain()
+        out = BriefingDoc.of(briefing, explain=explain).model_dump(mode="json")
         typer.echo(_json_line(out, sort_keys=True))
         return
     typer.echo(briefing.render(fmt.value))
@@ -602,7 +296,7 @@ def feedback(
     if plain:
         _console().print(_kv_table(f"feedback for {recall_id}", asdict(result).items()))
     else:
-        _emit(asdict(result))
+        _emit(_doc(FeedbackDoc, result))
 
 
 @app.command()
@@ -708,8 +402,8 @@ def export(
     """Every memory you may read, as JSON lines."""
     me = _principal(tenant, role, clearance, actor)
     with _memory(ctx) as mem:
-        for row in mem.export(principal=me, namespace=namespace):
-            _emit(row)
+        for doc in Service(Pool.of(mem)).export(me, namespace):
+            _emit(doc.model_dump(mode="json"))
 
 
 @app.command()
@@ -728,7 +422,7 @@ def stats(
     if plain:
         _console().print(_kv_table(f"stats of {me.tenant}", asdict(result).items()))
     else:
-        _emit(asdict(result))
+        _emit(_doc(StatsDoc, result))
 
 
 @app.command()
@@ -739,7 +433,7 @@ def health(ctx: typer.Context, plain: Plain = False) -> None:
     if plain:
         _console().print(_kv_table("health", asdict(result).items()))
     else:
-        _emit(asdict(result))
+        _emit(_doc(HealthDoc, result))
     if not result.ok:
         raise typer.Exit(1)
 
@@ -772,7 +466,8 @@ def review(
                 _console().print(_records_table("pending proposals", [r for r, _ in pending]))
             for rec, gates in pending:
                 if not plain:
-                    _emit(record_json(rec) | {"gates": gates})
+                    _emit(PendingDoc.model_validate(record_json(rec) | {"gates": gates})
+                          .model_dump(mode="json"))
             return
         console = _console()
         if not pending:
@@ -858,8 +553,8 @@ def revoke(
     """Withdraw a consent: its memories become REVOKED at once (needs the `admin` role)."""
     me = _principal(tenant, role, "restricted", actor)
     with _memory(ctx) as mem:
-        _emit({"consent": consent, "revoked": mem.revoke_consent(consent, principal=me,
-                                                                 reason=reason)})
+        n = mem.revoke_consent(consent, principal=me, reason=reason)
+    _emit(_doc(RevokedDoc, {"consent": consent, "revoked": n}))
 
 
 @app.command()
@@ -875,7 +570,7 @@ def erase(
     me = _principal(tenant, role, "restricted", actor)
     with _memory(ctx) as mem:
         mem.erase(memory_id, principal=me, reason=reason)
-    _emit({"erased": memory_id})
+    _emit(_doc(ErasedDoc, {"erased": memory_id}))
 
 
 @app.command()
@@ -886,7 +581,7 @@ def maintain(ctx: typer.Context, plain: Plain = False) -> None:
     if plain:
         _console().print(_kv_table("maintenance", asdict(report).items()))
     else:
-        _emit(asdict(report))
+        _emit(_doc(MaintenanceDoc, report))
     if report.failures:
         raise typer.Exit(1)
 
@@ -1105,6 +800,9 @@ def demo(
 
     settings: Settings = ctx.obj
     run_demo(Console(highlight=False), settings.embedder or DEFAULT_EMBEDDER, keep=keep)
+
+
+_register_doors(app)  # keys, serve, mcp
 
 
 def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,

@@ -29,6 +29,7 @@ from situated.errors import (
     UnservableWarning,
     UsageError,
 )
+from situated.learning.inferred import INFERRED_DIGEST, record_inferred
 from situated.learning.learned import LearnedReconstructor
 from situated.learning.lifecycle import LifecycleRules
 from situated.learning.maintenance import MaintenanceReport, run_maintenance
@@ -914,6 +915,9 @@ class Memory:
         own = Eligibility(principal, states=ALL_STATES)
         with self.store.transaction():
             previous = self.store.feedback_digest(recall)
+            if previous is not None and previous.startswith(INFERRED_DIGEST):
+                self.store.drop_inferred_feedback(recall)  # explicit feedback replaces it
+                previous = None
             if previous is not None:
                 if previous != digest:
                     raise FeedbackConflict(
@@ -952,6 +956,24 @@ class Memory:
                                     at=utcnow())
                     transitions.append((mid, LifecycleState.INVALIDATED.value))
         return FeedbackResult(recall_id, credited, blamed, exposed, tuple(transitions))
+
+    def infer_feedback(
+        self, recall_id: str, *, principal: Principal, success: bool,
+        blamed: str | None = None,
+    ) -> bool:
+        """Record an outcome inferred from a session whose client gave no feedback
+        (`situated.learning.inferred`): labelled inferred, weighted less, never moving a
+        memory's lifecycle; explicit feedback for the recall later replaces it.
+
+        Returns:
+            False when the recall already has feedback (nothing is written).
+        """
+        args.identifier(recall_id, "recall_id")
+        args.principal(principal)
+        args.flag(success, "success")
+        if blamed is not None:
+            args.identifier(blamed, "blamed")
+        return record_inferred(self.store, recall_id, principal, success, blamed)
 
     def _newer_same_key(self, rec: MemoryRecord) -> MemoryRecord | None:
         """A newer active value of `rec`'s (entity, attribute) in exactly `rec`'s scope."""

@@ -27,7 +27,7 @@ _STOP_WEIGHT = 0.2
 
 
 @lru_cache(maxsize=1 << 16)
-def _bucket(feature: str, dim: int) -> tuple[int, float]:
+def feature_bucket(feature: str, dim: int) -> tuple[int, float]:
     """The (bucket, sign) of a feature: stable across processes and platforms."""
     digest = int.from_bytes(blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
     return digest % dim, 1.0 if (digest >> 63) & 1 else -1.0
@@ -81,7 +81,7 @@ class HashEmbedder(Embedder):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for feature, weight in _features(text).items():
-                bucket, sign = _bucket(feature, self.dim)
+                bucket, sign = feature_bucket(feature, self.dim)
                 out[row, bucket] += sign * weight
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0

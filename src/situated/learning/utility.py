@@ -17,7 +17,7 @@ EXPLORATION = 0.5
 
 
 @lru_cache(maxsize=4096)
-def posterior(successes: int, uses: int) -> tuple[float, float]:
+def posterior(successes: float, uses: float) -> tuple[float, float]:
     """Mean and standard deviation of Beta(1 + successes, 1 + failures) (cached: counts are
     small integers that recur across memories)."""
     a, b = 1 + successes, 1 + max(0, uses - successes)
@@ -27,7 +27,7 @@ def posterior(successes: int, uses: int) -> tuple[float, float]:
 
 
 def rate(
-    counters: Counters, namespace_counts: tuple[int, int] | None = None
+    counters: Counters, namespace_counts: tuple[float, float] | None = None
 ) -> tuple[float, float]:
     """(mean, sd) from the namespace's (uses, successes) when it has any, else overall."""
     if namespace_counts is not None and namespace_counts[0] > 0:
@@ -36,7 +36,9 @@ def rate(
     return posterior(counters.successes, counters.uses)
 
 
-def optimistic(counters: Counters, namespace_counts: tuple[int, int] | None = None) -> float:
+def optimistic(
+    counters: Counters, namespace_counts: tuple[float, float] | None = None
+) -> float:
     """Posterior mean plus `EXPLORATION` standard deviations, capped at 1."""
     mean, sd = rate(counters, namespace_counts)
     return min(1.0, mean + EXPLORATION * sd)

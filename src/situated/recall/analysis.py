@@ -21,27 +21,14 @@ from collections.abc import Mapping
 import msgspec
 
 from situated.conditions import Condition, clear_parse_cache, parse_condition
-from situated.embed.hashing import _bucket
+from situated.embed.hashing import feature_bucket
 from situated.errors import ConditionSyntaxError
 from situated.models import FactValue, MemoryRecord, normalise_text
+from situated.recall import reading
 from situated.recall.briefing import Claim, unsafe_text
 from situated.recall.compile import render_line, token_counter
-from situated.recall.dedupe import _numbers
 from situated.recall.reconstruct import prechecks
-from situated.recall.reconstruct.base import _digest_of, state_fingerprint
-from situated.recall.reconstruct.rules import (
-    _claims,
-    _marks,
-    _marks_numbers,
-    _mentions,
-    _names_text,
-    _names_value,
-    _numbers_in,
-    _sentences,
-    _stems,
-    contrasts_from,
-)
-from situated.recall.validate import _screen, screen_sentences
+from situated.recall.reconstruct.base import digest_of, state_fingerprint
 from situated.safety import injection_findings, tool_mentions
 from situated.screen import surfaces
 
@@ -88,18 +75,18 @@ class Analysis(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True)
         self, allowed_tools: frozenset[str] | None, prohibited: frozenset[str]
     ) -> tuple[tuple[str, ...], tuple[Claim, ...]]:
         """(kept sentences, rejected claims) of the lesson under a policy: what
-        `validate._screen(content, ...)` gives, from the stored screen."""
+        `reading.screen(content, ...)` gives, from the stored screen."""
         if not self.findings and not self.tools and not prohibited:
             return self.sentences, ()
-        return screen_sentences(
+        return reading.screen_sentences(
             self.sentences, lambda i, _: self.findings.get(i),
             lambda i, _: self.tools.get(i, ()), allowed_tools, prohibited,
         )
 
     def contrasts(self, now: str) -> list[str]:
-        """`rules.text_contrasts(source text, now)`, from the stored source-text marks."""
+        """`reading.text_contrasts(source text, now)`, from the stored source-text marks."""
         sides = self.then_sides
-        return contrasts_from(
+        return reading.contrasts_from(
             lambda i: sides.get(i, (None, None)), lambda: self.then_numbers, now
         )
 
@@ -122,7 +109,7 @@ def analyze(record: MemoryRecord) -> Analysis:
             conditions.append(parse_condition(text))
         except ConditionSyntaxError:
             continue  # validated at write; an old unparsable row is skipped, not trusted
-    sentences = _sentences(content)
+    sentences = reading.sentences(content)
     findings: dict[int, str] = {}
     tools: dict[int, tuple[str, ...]] = {}
     for i, sentence in enumerate(sentences):
@@ -137,9 +124,9 @@ def analyze(record: MemoryRecord) -> Analysis:
     then_numbers: dict[str, tuple[str, float]] = {}
     facts: Mapping[str, FactValue] = {}
     if src is not None:
-        marks = _marks.__wrapped__(src.text)  # that cache is for present texts
+        marks = reading.marks.__wrapped__(src.text)  # that cache is for present texts
         then_sides = {i: s for i, s in enumerate(marks.sides) if s != (None, None)}
-        then_numbers = dict(_marks_numbers(src.text)[1])
+        then_numbers = dict(reading.marks_numbers(src.text)[1])
         facts = src.facts
     return Analysis(
         version=VERSION,
@@ -150,9 +137,9 @@ def analyze(record: MemoryRecord) -> Analysis:
         then_sides=then_sides,
         then_numbers=then_numbers,
         source_hash=state_fingerprint(src) if src is not None else None,
-        named=tuple(k for k, v in facts.items() if _names_value(content, v)),
-        mentions=tuple(k for k in facts if _mentions(content, k)),
-        numbers=_numbers_in(content),
+        named=tuple(k for k, v in facts.items() if reading.names_value(content, v)),
+        mentions=tuple(k for k in facts if reading.mentions(content, k)),
+        numbers=reading.numbers_in(content),
         line_tokens=(counter.ref, counter.count(render_line(content, record.id))),
     )
 
@@ -185,9 +172,10 @@ def clear_text_caches() -> None:
     """Empty every in-process cache that holds memory text (parsed, screened, split, counted
     texts), as erasure requires: erased text must not stay in this process."""
     for cached in (
-        _sentences, _claims, _marks, _marks_numbers, _names_text, _stems, _numbers_in,
-        _screen, _numbers, injection_findings, normalise_text, _digest_of,
-        _bucket, token_counter()._count, unsafe_text, surfaces.views_cache(),
+        reading.sentences, reading.claims, reading.marks, reading.marks_numbers,
+        reading.names_text, reading.stems, reading.numbers_in, reading.key_stems,
+        reading.screen, reading.number_strings, injection_findings, normalise_text, digest_of,
+        feature_bucket, token_counter()._count, unsafe_text, surfaces.views_cache(),
     ):
         cached.cache_clear()
     clear_parse_cache()

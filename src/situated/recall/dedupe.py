@@ -6,15 +6,14 @@ what is stored): `near_duplicate` decides, `collapse` applies it to a candidate 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
 
 from situated.embed.base import Vector
 from situated.models import MemoryRecord, normalise_text
+from situated.recall.reading import number_strings
 
 NEAR_DUPLICATE = 0.95
 """Cosine between lesson vectors above which two memories say the same thing."""
@@ -22,7 +21,6 @@ NEAR_DUPLICATE = 0.95
 T = TypeVar("T")
 
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 
 def near_duplicate(a: MemoryRecord, b: MemoryRecord, similarity: float | None) -> bool:
@@ -39,16 +37,11 @@ def near_duplicate(a: MemoryRecord, b: MemoryRecord, similarity: float | None) -
         return False
     if sorted(a.conditions) != sorted(b.conditions):
         return False
-    if _numbers(a.content) != _numbers(b.content):
+    if number_strings(a.content) != number_strings(b.content):
         return False
     if normalise_text(a.content) == normalise_text(b.content):
         return True
     return similarity is not None and similarity >= NEAR_DUPLICATE
-
-
-@lru_cache(maxsize=8192)
-def _numbers(text: str) -> tuple[str, ...]:
-    return tuple(sorted(_NUMBER.findall(text)))
 
 
 def cosine(va: Vector | None, vb: Vector | None) -> float | None:

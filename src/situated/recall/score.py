@@ -42,7 +42,7 @@ def score(
     recon: Reconstruction,
     relevance: float,
     now: float,
-    namespace_counts: tuple[int, int] | None = None,
+    namespace_counts: tuple[float, float] | None = None,
 ) -> Scores:
     """Separate scores; expected utility = applicability x optimistic utility rate
     (the recall namespace's rate once it has evidence, else the memory's overall rate)."""

@@ -8,23 +8,13 @@ left, the candidate is rejected. A fact that contradicts present evidence is rej
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from situated.models import MemoryRecord, State, normalise_text
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
+from situated.recall.reading import screen
 from situated.recall.reconstruct.base import Policy
-from situated.recall.reconstruct.rules import _sentences
-from situated.safety import (
-    allow_list,
-    denied_tools,
-    injection_findings,
-    may_hold_injection,
-    prohibited_effects,
-    tool_mentions,
-)
 
 if TYPE_CHECKING:
     from situated.recall.analysis import Analysis
@@ -51,7 +41,7 @@ def validate(
     if analysis is not None and recon.guidance == record.content:
         kept, screened = analysis.screen(allowed, prohibited)
     else:
-        kept, screened = _screen(recon.guidance, allowed, prohibited)
+        kept, screened = screen(recon.guidance, allowed, prohibited)
     if not screened:
         return recon  # every sentence kept (there is always at least one)
     rejected: list[Claim] = [*recon.rejected, *screened]
@@ -71,60 +61,6 @@ def validate(
         rejected=tuple(rejected),
         confidence=round(recon.confidence * len(kept) / (len(kept) + len(rejected)), 3),
     )
-
-
-@lru_cache(maxsize=8192)
-def _screen(
-    guidance: str, allowed_tools: frozenset[str] | None, prohibited: frozenset[str]
-) -> tuple[tuple[str, ...], tuple[Claim, ...]]:
-    """(kept sentences, rejected claims) of `guidance` under a policy, sentence by sentence
-    (cached: the same memory texts are screened under the same policy recall after recall)."""
-    suspect = may_hold_injection(guidance)  # most texts: none of their sentences can be
-
-    def finding(_: int, sentence: str) -> str | None:
-        found = injection_findings(sentence) if suspect else ()
-        return found[0].reason if found else None
-
-    return screen_sentences(
-        _sentences(guidance), finding, lambda _, sentence: tool_mentions(sentence),
-        allowed_tools, prohibited,
-    )
-
-
-def screen_sentences(
-    sentences: Sequence[str],
-    finding: Callable[[int, str], str | None],
-    tools: Callable[[int, str], Iterable[str]],
-    allowed_tools: frozenset[str] | None,
-    prohibited: frozenset[str],
-) -> tuple[tuple[str, ...], tuple[Claim, ...]]:
-    """(kept sentences, rejected claims) under a policy, given each sentence's (by index)
-    first injection finding and the tools it mentions."""
-    ok = None if allowed_tools is None else allow_list(allowed_tools)
-    kept: list[str] = []
-    rejected: list[Claim] = []
-    for i, sentence in enumerate(sentences):
-        reason = finding(i, sentence)
-        if reason is not None:
-            rejected.append(Claim(sentence, RejectionReason.SUSPECTED_POISONING, reason))
-            continue
-        bad = denied_tools(tools(i, sentence), ok)
-        if bad:
-            where = "outside the allow-list" if ok is not None else "with no allow-list (deny)"
-            rejected.append(
-                Claim(sentence, RejectionReason.SCOPE_MISMATCH,
-                      f"names tools {where}: {', '.join(sorted(bad))}")
-            )
-            continue
-        effects = prohibited_effects(sentence, prohibited) if prohibited else set()
-        if effects:
-            rejected.append(
-                Claim(sentence, RejectionReason.SCOPE_MISMATCH,
-                      f"asks for prohibited effects: {', '.join(sorted(effects))}")
-            )
-            continue
-        kept.append(sentence)
-    return tuple(kept), tuple(rejected)
 
 
 def contradicts(record: MemoryRecord, present: State) -> str:

@@ -29,6 +29,8 @@ class EventType(StrEnum):
     REVOKED = "revoked"
     ERASED = "erased"
     REBUILT = "rebuilt"
+    KEY_CREATED = "key_created"
+    KEY_REVOKED = "key_revoked"
 
 
 class Credit(StrEnum):
@@ -58,6 +60,12 @@ class LedgerEvent:
     @property
     def when(self) -> datetime:
         return from_epoch(self.at)
+
+
+INFERRED_WEIGHT = 0.5
+"""What an inferred outcome (`situated.service.inferred`) counts for, against 1 for explicit
+feedback, in a memory's per-namespace utility. Inferred outcomes never change the overall
+counters, so they never move a memory's lifecycle."""
 
 
 FINAL_STATES = frozenset({LifecycleState.REJECTED, LifecycleState.REVOKED, LifecycleState.ERASED})
@@ -93,7 +101,7 @@ def fold(current: Folded | None, event: EventType, data: dict[str, Any]) -> Fold
         state = LifecycleState.REVOKED
     elif event is EventType.ERASED:
         state = LifecycleState.ERASED
-    elif event is EventType.FEEDBACK:
+    elif event is EventType.FEEDBACK and not data.get("inferred"):
         credit = Credit(data["credit"])
         if credit is Credit.CREDITED:
             c = Counters(c.uses + 1, c.successes + 1, c.failures, c.exposures)

@@ -297,3 +297,40 @@ def m009_scoped_failures(db: apsw.Connection) -> None:
         ALTER TABLE maintenance_failures ADD COLUMN classification INTEGER NOT NULL DEFAULT 3;
         """
     )
+
+
+@migration
+def m010_api_keys(db: apsw.Connection) -> None:
+    """API keys for the HTTP and MCP doors (`situated.store.keys`): each bound to exactly one
+    principal (tenant, roles, clearance, actor name); only a SHA-256 of the secret is kept."""
+    db.execute(
+        """
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            secret_hash TEXT NOT NULL UNIQUE,
+            tenant TEXT NOT NULL,
+            roles TEXT NOT NULL,
+            clearance INTEGER NOT NULL,
+            actor TEXT NOT NULL,
+            label TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            created_by TEXT NOT NULL,
+            revoked_at REAL
+        );
+        CREATE INDEX api_keys_tenant ON api_keys (tenant, created_at);
+        """
+    )
+
+
+@migration
+def m011_inferred_feedback(db: apsw.Connection) -> None:
+    """Inferred outcomes (a correction blamed on the corrected fact, a recall that was not
+    corrected) are counted apart from explicit feedback, per memory and recall namespace: they
+    weigh less in the namespace's utility and never move a memory's lifecycle."""
+    db.execute(
+        """
+        ALTER TABLE memory_utility ADD COLUMN inferred_uses INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE memory_utility ADD COLUMN inferred_successes INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE feedback ADD COLUMN inferred INTEGER NOT NULL DEFAULT 0;
+        """
+    )

@@ -41,7 +41,15 @@ from situated.store import lexical as lexicon
 from situated.store.failures import Cursor as _Cursor
 from situated.store.failures import begin_immediate
 from situated.store.failures import stored as _stored
-from situated.store.ledger import EventType, Folded, LedgerEvent, fold, replay
+from situated.store.keys import Keys
+from situated.store.ledger import (
+    INFERRED_WEIGHT,
+    EventType,
+    Folded,
+    LedgerEvent,
+    fold,
+    replay,
+)
 from situated.store.migrations import MIGRATIONS
 from situated.store.names import claim_scope
 from situated.store.recall_log import ALIAS as RECALLS
@@ -140,6 +148,7 @@ class Store:
         self._data_version: object = None
         self._role_key_cache: dict[str, list[str]] = {}
         self.resident = ResidentIndex(self.db, resident_mb)
+        self.keys = Keys(self)
 
     def close(self) -> None:
         """Close the connections (closed even when this raises: the last connection's
@@ -374,11 +383,15 @@ class Store:
         if after.state != before.state and after.state is not LifecycleState.ERASED:
             self.vectors.update_meta(rid, self._vector_meta(rid))
         if event is EventType.FEEDBACK and data.get("credit") in ("credited", "blamed"):
+            u, s_, iu, is_ = _utility_delta(data)
             self.db.execute(
-                "INSERT INTO memory_utility (memory_id, namespace, uses, successes) "
-                "VALUES (?, ?, 1, ?) ON CONFLICT (memory_id, namespace) DO UPDATE SET "
-                "uses = uses + 1, successes = successes + excluded.successes",
-                (memory_id, _utility_namespace(data), int(data["credit"] == "credited")),
+                "INSERT INTO memory_utility (memory_id, namespace, uses, successes, "
+                "inferred_uses, inferred_successes) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (memory_id, namespace) DO UPDATE SET uses = uses + excluded.uses, "
+                "successes = successes + excluded.successes, "
+                "inferred_uses = inferred_uses + excluded.inferred_uses, "
+                "inferred_successes = inferred_successes + excluded.inferred_successes",
+                (memory_id, _utility_namespace(data), u, s_, iu, is_),
             )
         return after
 
@@ -542,8 +555,11 @@ class Store:
         return scope.where(scope.held_keys(keys), alias)
 
     def _recall_where(self, reader: Principal, alias: str = "") -> tuple[str, list[object]]:
-        """The scope layer's SQL for recall-scoped rows (recalls, feedback, recall events)."""
-        keys = held_keys(reader, self._role_keys(reader.tenant, f"{RECALLS}.recalls"))
+        """The scope layer's SQL for recall-scoped rows (recalls, feedback, recall events, and
+        ledger rows about no memory, such as API key changes, whose role key is `admin` by
+        `m005`'s default: a candidate key like the stored ones, kept only if held)."""
+        stored = self._role_keys(reader.tenant, f"{RECALLS}.recalls")
+        keys = held_keys(reader, [*stored, "admin"] if "admin" not in stored else stored)
         return recall_where(reader, keys, alias)
 
     def get(self, memory_id: str, elig: Eligibility) -> MemoryRecord:
@@ -861,18 +877,22 @@ class Store:
 
     def namespace_counters(
         self, memory_ids: Sequence[str], namespace: str, elig: Eligibility
-    ) -> dict[str, tuple[int, int]]:
-        """(uses, successes) in recalls of `namespace` of each memory of these `elig` reaches."""
+    ) -> dict[str, tuple[float, float]]:
+        """(uses, successes) in recalls of `namespace` of each memory of these `elig` reaches,
+        inferred outcomes counted at `INFERRED_WEIGHT`."""
         if not memory_ids:
             return {}
         where, params = self._where(elig)
         rows = self._all(
-            f"SELECT u.memory_id, u.uses, u.successes FROM memory_utility u "
+            f"SELECT u.memory_id, u.uses, u.successes, u.inferred_uses, u.inferred_successes "
+            f"FROM memory_utility u "
             f"JOIN memories m ON m.id = u.memory_id WHERE u.namespace = ? AND "
             f"u.memory_id IN ({marks(memory_ids)}) AND {where}",
             (namespace, *memory_ids, *params),
         )
-        return {str(m): (int(u), int(s)) for m, u, s in rows}
+        w = INFERRED_WEIGHT
+        return {str(m): (int(u) + w * int(iu), int(s) + w * int(is_))
+                for m, u, s, iu, is_ in rows}
 
     # -- recalls and feedback ---------------------------------------------------------------
 
@@ -910,13 +930,23 @@ class Store:
 
     def save_feedback(
         self, recall: StoredRecall, success: bool, used: Sequence[str],
-        reward: float | None, digest: str,
+        reward: float | None, digest: str, inferred: bool = False,
     ) -> None:
+        """The feedback row of a recall (`inferred`: an outcome inferred from the session,
+        which explicit feedback later replaces)."""
         self.db.execute(
-            "INSERT INTO feedback (recall_id, tenant, at, success, used, reward, digest) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO feedback (recall_id, tenant, at, success, used, reward, digest, "
+            "inferred) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (recall.id, recall.tenant, utcnow(), int(success), json.dumps(list(used)), reward,
-             digest),
+             digest, int(inferred)),
+        )
+
+    def drop_inferred_feedback(self, recall: StoredRecall) -> None:
+        """Remove an inferred feedback row of a recall (explicit feedback replaces it; the
+        inferred events stay in the ledger)."""
+        self.db.execute(
+            "DELETE FROM feedback WHERE recall_id = ? AND tenant = ? AND inferred = 1",
+            (recall.id, recall.tenant),
         )
 
     def count_recalls(self, reader: Principal) -> tuple[int, int]:
@@ -1028,19 +1058,22 @@ class Store:
             events.setdefault(ev.memory_id, []).append(ev)
         bad = [mid for mid, have in stored.items() if replay(events.get(mid, [])) != have]
         per_ns_stored = {
-            (str(m), str(n)): (int(u), int(s))
-            for m, n, u, s in self._all(
-                "SELECT memory_id, namespace, uses, successes FROM memory_utility"
+            (str(m), str(n)): (int(u), int(s), int(iu), int(is_))
+            for m, n, u, s, iu, is_ in self._all(
+                "SELECT memory_id, namespace, uses, successes, inferred_uses, "
+                "inferred_successes FROM memory_utility"
             )
         }
-        per_ns_replayed: dict[tuple[str, str], tuple[int, int]] = {}
+        per_ns_replayed: dict[tuple[str, str], tuple[int, int, int, int]] = {}
         for mid, evs in events.items():
             for ev in evs:
                 credit = ev.data.get("credit")
                 if ev.event is EventType.FEEDBACK and credit in ("credited", "blamed"):
                     key = (mid, _utility_namespace(ev.data))
-                    u, s_ = per_ns_replayed.get(key, (0, 0))
-                    per_ns_replayed[key] = (u + 1, s_ + int(credit == "credited"))
+                    was = per_ns_replayed.get(key, (0, 0, 0, 0))
+                    per_ns_replayed[key] = tuple(  # type: ignore[assignment]
+                        a + b for a, b in zip(was, _utility_delta(ev.data), strict=True)
+                    )
         ns_bad = {m for (m, _n) in set(per_ns_stored) ^ set(per_ns_replayed)}
         ns_bad |= {k[0] for k, v in per_ns_stored.items() if per_ns_replayed.get(k) != v}
         bad = sorted(set(bad) | ns_bad)
@@ -1061,12 +1094,12 @@ class Store:
                     f"DELETE FROM memory_utility WHERE memory_id IN ({','.join('?' * len(bad))})",
                     tuple(bad),
                 )
-                for (mid, ns), (u, s_) in per_ns_replayed.items():
+                for (mid, ns), counts in per_ns_replayed.items():
                     if mid in bad:
                         self.db.execute(
-                            "INSERT INTO memory_utility (memory_id, namespace, uses, successes) "
-                            "VALUES (?, ?, ?, ?)",
-                            (mid, ns, u, s_),
+                            "INSERT INTO memory_utility (memory_id, namespace, uses, successes, "
+                            "inferred_uses, inferred_successes) VALUES (?, ?, ?, ?, ?, ?)",
+                            (mid, ns, *counts),
                         )
         return RebuildReport(len(stored), tuple(bad), repair and bool(bad))
 
@@ -1135,6 +1168,12 @@ def lexical_terms(text: str) -> list[str]:
     indexed text (`resident.tokens`)."""
     words = dict.fromkeys(w for w in tokens(text) if len(w) > 1 and w not in _STOPWORDS)
     return sorted(words, key=len, reverse=True)[:MAX_LEXICAL_TERMS]
+
+
+def _utility_delta(data: dict[str, Any]) -> tuple[int, int, int, int]:
+    """(uses, successes, inferred uses, inferred successes) one feedback event adds."""
+    success = int(data.get("credit") == "credited")
+    return (0, 0, 1, success) if data.get("inferred") else (1, success, 0, 0)
 
 
 def _utility_namespace(data: dict[str, Any]) -> str:

@@ -111,11 +111,11 @@ class Reconstructor(ABC):
 def state_fingerprint(state: State) -> str:
     """`state.fingerprint()`, with the hash cached per described state (the same present and
     source states are hashed for every candidate of a recall and across recalls)."""
-    return _digest_of(state.describe())
+    return digest_of(state.describe())
 
 
 @lru_cache(maxsize=8192)
-def _digest_of(described: str) -> str:
+def digest_of(described: str) -> str:
     return _digest(described)
 
 

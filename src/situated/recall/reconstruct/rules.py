@@ -27,21 +27,24 @@ How it decides, for a candidate that passed the pre-checks (conditions already h
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from situated.models import Authority, FactValue, Kind, MemoryRecord, State
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
+from situated.recall.reading import (
+    claims,
+    mentions,
+    names_value,
+    numbers_in,
+    text_contrasts,
+)
 from situated.recall.reconstruct.base import (
     ReconstructionInput,
     Reconstructor,
     register_reconstructor,
 )
 from situated.recall.reconstruct.prechecks import evaluated
-from situated.safety import Gated, ascii_lower
 
 if TYPE_CHECKING:
     from situated.recall.analysis import Analysis
@@ -50,98 +53,6 @@ TEXT_THRESHOLDS: dict[str, float] = {"minilm-static": 0.55, "hash": 0.35}
 """Then/now state similarity below which a text-only memory is rejected, per embedder name."""
 DEFAULT_TEXT_THRESHOLD = 0.5
 TEXT_ONLY_MAX_CONFIDENCE = 0.45
-
-_CONTRASTS: list[tuple[str, str]] = [
-    (r"\b(?:is|are|was|were|turned|switched|left|still|stays?)\s+on\b",
-     r"\b(?:is|are|was|were|turned|switched|left|still|stays?)\s+off\b"),
-    (r"\bopen(?:ed)?\b", r"\bclosed\b|\bshut\b"),
-    (r"\bempty\b", r"\bfull\b|\bfilled\b"),
-    (r"\bpresent\b|\bvisible\b|\bin sight\b", r"\babsent\b|\bmissing\b|\bnot visible\b|\bhidden\b"),
-    (r"\blocked\b", r"\bunlocked\b"),
-    (r"\bhot\b|\bboiling\b|\bwarm\b", r"\bcold\b|\bfrozen\b|\bcool\b"),
-    (r"\bavailable\b|\bin stock\b", r"\bunavailable\b|\bout of stock\b|\bsold out\b"),
-    (r"\benabled\b", r"\bdisabled\b"),
-    (r"\brunning\b|\bup\b", r"\bstopped\b|\bdown\b|\bcrashed\b"),
-    (r"\bsucceeded\b|\bpassing\b|\bpassed\b", r"\bfailed\b|\bfailing\b"),
-    (r"\bwet\b", r"\bdry\b"),
-    (r"\bclean\b", r"\bdirty\b"),
-    (r"\blit\b", r"\bunlit\b"),
-]
-_COMPILED = [(Gated(a), Gated(b)) for a, b in _CONTRASTS]
-_NUMBER_BEFORE_WORD = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)\s*([A-Za-z%$]\w*)")
-_DIGIT = re.compile(r"\d")
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
-
-
-def text_contrasts(then: str, now: str) -> list[str]:
-    """Explicit opposites between two situation texts: ['on vs off', '3 apples vs 5 apples']."""
-    lowered = ascii_lower(then)
-
-    def then_side(i: int) -> tuple[str | None, str | None]:
-        a, b = _COMPILED[i]
-        ta, tb = a.search(then, lowered), b.search(then, lowered)
-        return None if ta is None else ta.group(0), None if tb is None else tb.group(0)
-
-    return contrasts_from(then_side, lambda: _marks_numbers(then)[1], now)
-
-
-def contrasts_from(
-    then_side: Callable[[int], tuple[str | None, str | None]],
-    then_numbers: Callable[[], Mapping[str, tuple[str, float]]],
-    now: str,
-) -> list[str]:
-    """`text_contrasts` given the source text's marks: `then_side(i)` is the first match of
-    each side of contrast `i`, `then_numbers()` its numbers by the word after them (asked
-    for only when `now` needs them)."""
-    found = []
-    n = _marks(now)  # the present text: once per recall, whatever the candidates
-    for i, (na, nb) in enumerate(n.sides):
-        if (na is None) == (nb is None):
-            continue  # a contrast needs exactly one side now: then is searched only for those
-        ta, tb = then_side(i)
-        if ta is not None and tb is None and nb is not None:
-            found.append(f"{ta!r} then, {nb!r} now")
-        elif tb is not None and ta is None and na is not None:
-            found.append(f"{tb!r} then, {na!r} now")
-    if n.numbers:
-        then_nums = then_numbers()
-        for num, w, key, value in n.numbers:
-            old = then_nums.get(key)
-            if old is not None and old[1] != value:
-                found.append(f"{old[0]} {w} then, {num} {w} now")
-    return found
-
-
-@dataclass(frozen=True, slots=True)
-class _Marks:
-    """What `text_contrasts` looks for in the present text, found once per text."""
-
-    sides: tuple[tuple[str | None, str | None], ...]
-    """Per contrast: the first match of each side, or None."""
-    numbers: tuple[tuple[str, str, str, float], ...]
-    """(number, word, word lower-cased, value) for each number before a word, in order."""
-
-
-@lru_cache(maxsize=1024)
-def _marks(text: str) -> _Marks:
-    sides = []
-    lowered = ascii_lower(text)
-    for a, b in _COMPILED:
-        ma, mb = a.search(text, lowered), b.search(text, lowered)
-        sides.append((None if ma is None else ma.group(0), None if mb is None else mb.group(0)))
-    return _Marks(tuple(sides), _marks_numbers(text)[0])
-
-
-@lru_cache(maxsize=8192)
-def _marks_numbers(
-    text: str,
-) -> tuple[tuple[tuple[str, str, str, float], ...], dict[str, tuple[str, float]]]:
-    """Numbers before words in `text`: each (number, word, word lower-cased, value) in order,
-    and lower-cased word -> (number, value) of its last occurrence (never mutated)."""
-    found = _NUMBER_BEFORE_WORD.findall(text) if _DIGIT.search(text) else []
-    numbers = tuple((n, w, w.lower(), float(n)) for n, w in found)
-    return numbers, {key: (n, v) for n, _, key, v in numbers}
-
 
 _LESSON = Kind.LESSON
 _NOTHING: frozenset[str] = frozenset()
@@ -162,42 +73,6 @@ def _same(a: FactValue, b: FactValue) -> bool:
     return a == b
 
 
-def _names_value(content: str, value: FactValue) -> bool:
-    if not isinstance(value, str) or len(value.strip()) < 2:
-        return False
-    return _names_text(content, value)
-
-
-@lru_cache(maxsize=8192)
-def _names_text(content: str, value: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(value.strip())}(?!\w)", content, re.I) is not None
-
-
-_TOKEN = re.compile(r"[a-z]{3,}")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
-
-
-def _mentions(content: str, key: str) -> bool:
-    """Whether the lesson talks about the thing a fact names (a word of the key, by stem)."""
-    words = _stems(content)
-    return any(t in words for t in _key_stems(key))
-
-
-@lru_cache(maxsize=8192)
-def _stems(content: str) -> frozenset[str]:
-    return frozenset(w[:5] for w in _TOKEN.findall(content.lower()))
-
-
-@lru_cache(maxsize=4096)
-def _key_stems(key: str) -> tuple[str, ...]:
-    return tuple(t[:5] for t in _TOKEN.findall(key.lower().replace("_", " ")))
-
-
-@lru_cache(maxsize=8192)
-def _numbers_in(content: str) -> tuple[float, ...]:
-    return tuple(float(t) for t in _NUMBER.findall(content))
-
-
 def _material(
     key: str, old: FactValue, new: FactValue, content: str, a: Analysis | None = None
 ) -> bool:
@@ -215,9 +90,9 @@ def _material(
         return True
     if isinstance(old, int | float) and isinstance(new, int | float):
         lo, hi = sorted((float(old), float(new)))
-        numbers = a.numbers if a is not None else _numbers_in(content)
+        numbers = a.numbers if a is not None else numbers_in(content)
         return any(lo < t <= hi for t in numbers)
-    return key in a.mentions if a is not None else _mentions(content, key)
+    return key in a.mentions if a is not None else mentions(content, key)
 
 
 def _order_flips(
@@ -250,26 +125,13 @@ def _adapt(content: str, old: str, new: str) -> str:
     return re.sub(rf"(?<!\w){re.escape(old.strip())}(?!\w)", new, content, flags=re.I)
 
 
-@lru_cache(maxsize=8192)
-def _sentences(text: str) -> tuple[str, ...]:
-    """The sentences of `text` (cached per text; a tuple, so the cached value is immutable)."""
-    parts = tuple(p.strip() for p in _SENTENCE_END.split(text) if p.strip())
-    return parts or (text.strip(),)
-
-
-@lru_cache(maxsize=8192)
-def _claims(text: str) -> tuple[Claim, ...]:
-    """Each sentence of `text` as a transferable claim (claims are immutable, so shared)."""
-    return tuple(Claim(s) for s in _sentences(text))
-
-
 def _claims_of(guidance: str, item: ReconstructionInput) -> tuple[Claim, ...]:
-    """`_claims(guidance)`, from the stored sentences when the guidance is the lesson as
+    """`claims(guidance)`, from the stored sentences when the guidance is the lesson as
     written."""
     a = item.analysis
     if a is not None and guidance == item.record.content:
         return a.claims()
-    return _claims(guidance)
+    return claims(guidance)
 
 
 class RulesReconstructor(Reconstructor):
@@ -316,7 +178,7 @@ class RulesReconstructor(Reconstructor):
                 fact_matches.append(f"{key} == {old!r}")
             elif isinstance(old, str) and isinstance(new, str) and (
                 key in a.named if a is not None and not adaptations
-                else _names_value(guidance, old)  # what the lesson says once adapted
+                else names_value(guidance, old)  # what the lesson says once adapted
             ):
                 guidance = _adapt(guidance, old, new)
                 adaptations.append(f"{old!r} -> {new!r} ({key})")

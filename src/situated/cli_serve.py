@@ -1,0 +1,177 @@
+"""The CLI's doors for agents: API keys (`situated keys ...`), the HTTP server (`situated
+serve`) and the MCP server over stdio (`situated mcp`). Registered on `situated.cli.app`."""
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from situated.cli_common import (
+    Actor,
+    Clearance,
+    Plain,
+    Roles,
+    Settings,
+    _console,
+    _emit,
+    _Group,
+    _memory,
+    _principal,
+    _split,
+)
+from situated.errors import InvalidInput
+from situated.service import Pool, Service
+from situated.service.models import KeyCreate
+
+keys_app = typer.Typer(
+    cls=_Group, help="API keys for `situated serve` and MCP over HTTP: each bound to one "
+    "principal.", no_args_is_help=True,
+)
+
+
+@keys_app.command("create")
+def keys_create(
+    ctx: typer.Context,
+    tenant: Annotated[str, typer.Option("--tenant", metavar="NAME", help="The key's tenant.")],
+    role: Annotated[
+        list[str] | None, typer.Option("--role", metavar="ROLE", help="A role (repeatable).")
+    ] = None,
+    clearance: Annotated[
+        str, typer.Option("--clearance", metavar="LEVEL", help="Highest classification read.")
+    ] = "internal",
+    name: Annotated[
+        str | None, typer.Option("--name", metavar="NAME",
+                                 help="Actor recorded in the ledger (default key:<tenant>).")
+    ] = None,
+    label: Annotated[str, typer.Option("--label", help="A note for whom it is.")] = "",
+    actor: Actor = "cli",
+) -> None:
+    """Create a key bound to one principal; prints its secret once (only a hash is kept)."""
+    with _memory(ctx) as mem:
+        doc = Service(Pool.of(mem)).create_key(
+            KeyCreate(tenant=tenant, roles=_split(role), clearance=clearance, actor=name,
+                      label=label), actor=actor)
+    _emit(doc.model_dump(mode="json"))
+
+
+@keys_app.command("list")
+def keys_list(
+    ctx: typer.Context,
+    tenant: Annotated[str | None, typer.Option("--tenant", metavar="NAME")] = None,
+    plain: Plain = False,
+) -> None:
+    """Every key (of one tenant), revoked ones included; never a secret."""
+    with _memory(ctx) as mem:
+        docs = Service(Pool.of(mem)).list_keys(tenant)
+    if plain:
+        table = Table(title="api keys", title_justify="left")
+        for col in ("id", "tenant", "roles", "clearance", "actor", "created", "revoked"):
+            table.add_column(col, no_wrap=True)
+        for d in docs:
+            table.add_row(d.id, Text(d.tenant), Text(", ".join(d.roles) or "-"), d.clearance,
+                          Text(d.actor), d.created_at.isoformat(timespec="seconds"),
+                          d.revoked_at.isoformat(timespec="seconds") if d.revoked_at else "-")
+        _console().print(table)
+        return
+    for d in docs:
+        _emit(d.model_dump(mode="json"))
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    ctx: typer.Context,
+    key_id: Annotated[str, typer.Argument(help="The key id (key_...).")],
+    reason: Annotated[str, typer.Option(help="Why (recorded in the ledger).")] = "",
+    actor: Actor = "cli",
+) -> None:
+    """Refuse a key from the next request on."""
+    with _memory(ctx) as mem:
+        doc = Service(Pool.of(mem)).revoke_key(key_id, actor=actor, reason=reason)
+    _emit(doc.model_dump(mode="json"))
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")]
+    = 8765,
+    allow_remote: Annotated[
+        bool, typer.Option("--allow-remote", help="Allow binding to a non-loopback address.")
+    ] = False,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Server processes.")] = 1,
+    pool: Annotated[int, typer.Option(min=1, max=64, help="Memory objects per process.")]
+    = 2,
+    no_mcp: Annotated[bool, typer.Option("--no-mcp", help="Do not mount MCP at /mcp.")]
+    = False,
+    no_inferred: Annotated[
+        bool, typer.Option("--no-inferred-feedback", help="Never infer outcomes.")
+    ] = False,
+) -> None:
+    """Serve the HTTP API (and MCP at /mcp) over one store; every request needs an API key."""
+    import os
+
+    import uvicorn
+
+    if host not in LOOPBACK and not allow_remote:
+        raise InvalidInput("host", f"{host!r:.60} is not loopback; pass --allow-remote to "
+                           "serve other machines (use TLS in front: keys travel in headers)")
+    if host not in LOOPBACK:
+        typer.echo(f"warning: serving on {host}, reachable from other machines", err=True)
+    settings: Settings = ctx.obj
+    with _memory(ctx) as mem:  # checks the path and binds the embedder before forking
+        mem.store.bind_embedder(mem.embedder.model_ref, mem.embedder.dim)
+        embedder = mem.embedder.model_ref.split("@", 1)[0]
+    os.environ.update({
+        "SITUATED_SERVE_DB": str(settings.db), "SITUATED_SERVE_EMBEDDER": embedder,
+        "SITUATED_SERVE_POOL": str(pool), "SITUATED_SERVE_MCP": "0" if no_mcp else "1",
+        "SITUATED_SERVE_INFERRED": "0" if no_inferred else "1",
+        "SITUATED_SERVE_HOST": host, "SITUATED_SERVE_WORKERS": str(workers),
+    })
+    typer.echo(f"situated: serving {settings.db} on http://{host}:{port} "
+               f"(docs /docs, OpenAPI /openapi.json{'' if no_mcp else ', MCP /mcp'})", err=True)
+    uvicorn.run("situated.http.serve:app_from_env", factory=True, host=host, port=port,
+                workers=workers, log_level="warning")
+
+
+def mcp_stdio(
+    ctx: typer.Context,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", envvar="SITUATED_TENANT", metavar="NAME")
+    ] = None,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "mcp",
+    key: Annotated[
+        str | None, typer.Option("--key", envvar="SITUATED_API_KEY", metavar="SECRET",
+                                 help="Act as this API key's principal instead.")
+    ] = None,
+    no_inferred: Annotated[
+        bool, typer.Option("--no-inferred-feedback", help="Never infer outcomes.")
+    ] = False,
+) -> None:
+    """Run the MCP server over stdio as the principal the options (or --key) name."""
+    from situated.mcp_server import build_server, fixed_principal
+
+    with _memory(ctx) as mem:
+        service = Service(Pool.of(mem), inferred_feedback=not no_inferred)
+        if key is not None:
+            who = service.principal_for(key)
+            if who is None:
+                raise InvalidInput("key", "unknown or revoked API key")
+        elif tenant is None:
+            raise InvalidInput("tenant", "name the principal: --tenant (or SITUATED_TENANT), "
+                               "or --key")
+        else:
+            who = _principal(tenant, _split(role), clearance, actor)
+        build_server(service, fixed_principal(who)).run("stdio")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(keys_app, name="keys")
+    app.command()(serve)
+    app.command("mcp")(mcp_stdio)

@@ -1,0 +1,423 @@
+"""The request and response documents of the service layer: one set for the CLI, HTTP and MCP.
+
+Requests never carry a principal: who asks comes from the door (the CLI's options, an API key,
+the MCP launch configuration). Every request model forbids unknown fields, so a body naming a
+tenant, roles or clearance is refused, not ignored. Lists are bounded here; text lengths and
+every other rule are `Memory`'s own (`situated.arguments`), so a rule exists once.
+
+Responses are what every door prints or returns: times are ISO 8601 (UTC), an open end of
+validity is `null`, enums are their names in lower case as the CLI has always shown them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from situated import arguments as args
+from situated.models import MAX_FACTS, OPEN_END, MemoryRecord
+from situated.recall.briefing import Briefing
+from situated.store.ledger import LedgerEvent
+
+MAX_ITEMS = 1000
+"""Items of one `add_many` request over a door (a larger import goes in several requests)."""
+MAX_LIST = args.MAX_ITEMS
+"""Entries of any other list in a request (facts, conditions, ids, tools): `Memory`'s bound."""
+
+Scalar = str | int | float | bool | None
+ClassificationName = Literal["public", "internal", "confidential", "restricted"]
+AuthorityName = Literal["inferred", "user_declared", "system_observed", "externally_verified"]
+KindName = Literal["lesson", "fact", "preference", "note"]
+StateName = Literal["PROPOSED", "ACTIVE", "LOW_VALUE", "ARCHIVED", "INVALIDATED", "REJECTED",
+                    "REVOKED", "ERASED"]
+TimeIn = datetime | float | None
+"""A time in a request: ISO 8601 or epoch seconds."""
+
+
+def iso(ts: float) -> datetime | None:
+    """Epoch seconds as an aware UTC datetime; the open end of validity as None."""
+    return None if ts >= OPEN_END else datetime.fromtimestamp(ts, tz=UTC)
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- requests --------------------------------------------------------------------------------
+
+
+class StateIn(_Request):
+    """A situation: text and flat facts."""
+
+    text: str = ""
+    facts: dict[str, Scalar] = Field(default_factory=dict, max_length=MAX_FACTS)
+
+
+class AddRequest(_Request):
+    """Propose a memory (the arguments of `Memory.add`)."""
+
+    content: str
+    kind: str = Field(default="lesson", description="lesson, fact, preference or note")
+    namespace: str = "default"
+    state: StateIn | None = None
+    action: str | None = None
+    success: bool | None = None
+    reward: float | None = None
+    episode_id: str | None = None
+    step: int | None = None
+    evidence: list[str] = Field(default_factory=list, max_length=MAX_LIST)
+    conditions: list[str] = Field(default_factory=list, max_length=MAX_LIST)
+    entity: str | None = None
+    attribute: str | None = None
+    value: Scalar = None
+    multi_valued: bool = False
+    roles: list[str] = Field(default_factory=list, max_length=MAX_LIST,
+                             description="Roles a reader needs (ones the key holds)")
+    classification: str | None = Field(
+        default=None, description="public, internal, confidential or restricted (at most the key's "
+        "clearance; default internal, or the clearance if lower)")
+    consent: str | None = None
+    authority: str = Field(
+        default="inferred", description="inferred, user_declared, system_observed or "
+        "externally_verified")
+    valid_from: TimeIn = None
+    valid_until: TimeIn = None
+    policy_version: str | None = None
+
+    def arguments(self) -> dict[str, Any]:
+        """The keyword arguments of `Memory.add` (the state as a `State` value)."""
+        out = self.model_dump(exclude={"state"})
+        out["state"] = None if self.state is None else _state(self.state)
+        return out
+
+
+class AddManyRequest(_Request):
+    """Propose many memories at once (each item validated before anything is written)."""
+
+    items: list[AddRequest] = Field(max_length=MAX_ITEMS)
+
+
+class RecallRequest(_Request):
+    """Compile guidance for the present situation."""
+
+    state: StateIn
+    intent: str = ""
+    namespace: str | None = None
+    k: int = 5
+    budget_tokens: int = 800
+    as_of: TimeIn = None
+    known_at: TimeIn = None
+    allowed_tools: list[str] | None = Field(default=None, max_length=MAX_LIST)
+    prohibited_effects: list[str] = Field(default_factory=list, max_length=MAX_LIST)
+    policy_version: str | None = None
+    explain: bool = False
+
+
+class FeedbackRequest(_Request):
+    """How the task went after a recall, and which served memories were used."""
+
+    recall_id: str
+    success: bool
+    used: list[str] = Field(default_factory=list, max_length=MAX_LIST)
+    reward: float | None = None
+    cited: str | None = None
+
+
+class ListQuery(_Request):
+    namespace: str | None = None
+    states: list[str] | None = Field(default=None, max_length=MAX_LIST)
+    limit: int = 100
+    offset: int = 0
+
+
+class ReviewDecision(_Request):
+    reason: str = "approved"
+
+
+class RejectDecision(_Request):
+    reason: str
+
+
+class LearnRequest(_Request):
+    """A finished episode (`situated.write.distill.Trajectory`) to distil into lessons."""
+
+    trajectory: dict[str, Any]
+
+
+class RevokeRequest(_Request):
+    consent: str
+    reason: str
+
+
+class EraseRequest(_Request):
+    reason: str
+
+
+class KeyCreate(_Request):
+    tenant: str
+    roles: list[str] = Field(default_factory=list, max_length=MAX_LIST)
+    clearance: str = "internal"
+    actor: str | None = None
+    label: str = ""
+
+
+def _state(s: StateIn) -> Any:
+    from situated.models import State, validate_input
+
+    return validate_input("state", lambda: State(s.text, facts=dict(s.facts)))
+
+
+# -- responses -------------------------------------------------------------------------------
+
+
+class StateDoc(_Doc):
+    text: str
+    facts: dict[str, Scalar]
+
+
+class OutcomeDoc(_Doc):
+    success: bool | None
+    reward: float | None
+
+
+class SourceDoc(_Doc):
+    state: StateDoc | None
+    state_unknown: bool
+    action: str | None
+    outcome: OutcomeDoc
+    episode_id: str | None
+    step: int | None
+    evidence: list[str]
+
+
+class ScopeDoc(_Doc):
+    tenant: str
+    namespace: str
+    roles: list[str]
+    classification: ClassificationName
+    consent: str | None
+
+
+class ValidityDoc(_Doc):
+    valid_from: datetime
+    valid_until: datetime | None = Field(description="null: open-ended")
+    recorded_at: datetime
+
+
+class CountersDoc(_Doc):
+    uses: int
+    successes: int
+    failures: int
+    exposures: int
+
+
+class MemoryDoc(_Doc):
+    """A memory as every door shows it: the record, its validity in ISO 8601, its utility."""
+
+    id: str
+    content: str
+    kind: KindName
+    source: SourceDoc
+    conditions: list[str]
+    entity: str | None
+    attribute: str | None
+    value: Scalar
+    multi_valued: bool
+    scope: ScopeDoc
+    authority: AuthorityName
+    validity: ValidityDoc
+    state: StateName
+    counters: CountersDoc
+    policy_version: str | None
+    supersedes: str | None
+    superseded_by: str | None
+    fingerprint: str
+    proposed_by: str
+    utility: float
+
+    @classmethod
+    def of(cls, rec: MemoryRecord) -> MemoryDoc:
+        data = rec.model_dump(mode="json")
+        v = rec.validity
+        data["scope"]["roles"] = sorted(data["scope"]["roles"])
+        data["validity"] = {"valid_from": iso(v.valid_from), "valid_until": iso(v.valid_until),
+                            "recorded_at": iso(v.recorded_at)}
+        return cls.model_validate(data | {"utility": round(rec.utility, 4)})
+
+
+class GateDoc(_Doc):
+    """One write gate's result for a proposal."""
+
+    gate: str
+    version: str = ""
+    verdict: str
+    reasons: list[str] = Field(default_factory=list)
+
+
+class PendingDoc(MemoryDoc):
+    """A proposal waiting for review, with the results of the gates it passed through."""
+
+    gates: list[GateDoc]
+
+
+class EventDoc(_Doc):
+    """One ledger event; `at` in ISO 8601."""
+
+    seq: int
+    at: datetime
+    event: str
+    tenant: str
+    memory_id: str | None
+    recall_id: str | None
+    actor: str
+    reason: str
+    data: dict[str, Any]
+
+    @classmethod
+    def of(cls, ev: LedgerEvent) -> EventDoc:
+        return cls(seq=ev.seq, at=datetime.fromtimestamp(ev.at, tz=UTC), event=ev.event.value,
+                   tenant=ev.tenant, memory_id=ev.memory_id, recall_id=ev.recall_id,
+                   actor=ev.actor, reason=ev.reason, data=ev.data)
+
+
+class ScoresDoc(_Doc):
+    relevance: float
+    applicability: float
+    trust: float
+    freshness: float
+    expected_utility: float
+
+
+class ItemDoc(_Doc):
+    memory_id: str
+    text: str
+    verdict: str
+    confidence: float
+    scores: ScoresDoc
+    kind: str
+    authority: str
+    source_state: str
+    adaptations: list[str]
+    tokens: int
+
+
+class RejectedDoc(_Doc):
+    memory_id: str
+    reason: str
+    detail: str
+    stage: str
+    verdict: str | None
+    scores: ScoresDoc | None
+
+
+class TraceDoc(_Doc):
+    memory_id: str
+    stage: str
+    decision: str
+    numbers: dict[str, float]
+    detail: str
+
+
+class BriefingDoc(_Doc):
+    """A recall's result: the mode to act on, guidance items citing memory ids, typed
+    rejections, and `rendered`, the text to put in the model's context."""
+
+    recall_id: str
+    mode: Literal["GUIDED", "NO_APPLICABLE_MEMORY", "INSUFFICIENT_EVIDENCE"]
+    items: list[ItemDoc]
+    rejected: list[RejectedDoc]
+    missing_facts: list[str]
+    budget_tokens: int
+    tokens_used: int
+    trace: list[TraceDoc]
+    namespace: str | None
+    rendered: str
+    explain: str | None = None
+
+    @classmethod
+    def of(cls, b: Briefing, explain: bool = False) -> BriefingDoc:
+        return cls.model_validate(
+            b.to_dict() | {"rendered": b.render(), "explain": b.explain() if explain else None},
+            from_attributes=False,
+        )
+
+
+class FeedbackDoc(_Doc):
+    recall_id: str
+    credited: list[str]
+    blamed: list[str]
+    exposed: list[str]
+    transitions: list[tuple[str, str]]
+    duplicate: bool
+
+
+class StatsDoc(_Doc):
+    tenant: str
+    memories_by_state: dict[str, int]
+    recalls: int
+    feedback: int
+    ledger_events: int
+    embedder: str | None
+    reconstructor: str
+    maintenance_failures: dict[str, int]
+    calibration: dict[str, Any] | None
+
+
+class HealthDoc(_Doc):
+    ok: bool
+    integrity: str
+    orphan_records: int
+    ledger_mismatches: int
+    failures: dict[str, int]
+    migrations: list[str]
+    path: str
+    resident: dict[str, Any]
+    unanalysed: int
+
+
+class MaintenanceDoc(_Doc):
+    demoted: list[str]
+    archived: list[str]
+    failures: list[str]
+    refit: dict[str, Any]
+
+
+class RevokedDoc(_Doc):
+    consent: str
+    revoked: int
+
+
+class ErasedDoc(_Doc):
+    erased: str
+
+
+class KeyDoc(_Doc):
+    """An API key as listed: the principal it stands for, never its secret."""
+
+    id: str
+    tenant: str
+    roles: list[str]
+    clearance: ClassificationName
+    actor: str
+    label: str
+    created_at: datetime
+    created_by: str
+    revoked_at: datetime | None
+
+
+class NewKeyDoc(KeyDoc):
+    secret: str = Field(description="Shown once; only its hash is stored.")
+
+
+class ErrorDoc(_Doc):
+    """A refused request: the project's error name, the argument at fault, the message."""
+
+    error: str
+    field: str | None = None
+    message: str

@@ -1,0 +1,316 @@
+"""`Service`: the typed operations every door calls (CLI, HTTP, MCP).
+
+Each operation takes the principal the door established and one request document, calls
+`Memory`, and returns a response document (`situated.service.models`). Nothing here checks a
+value `Memory` checks itself: a rule lives once, in `situated.arguments`.
+
+A `Service` holds a small pool of `Memory` objects over one file (a `Memory` serves one thread
+at a time; the HTTP door runs requests in threads), or exactly one for the CLI.
+"""
+
+from __future__ import annotations
+
+import builtins
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any
+
+from situated import arguments as args
+from situated.errors import InvalidInput, PermissionDenied
+from situated.memory import Memory
+from situated.models import Principal, State, validate_input
+from situated.recall.reconstruct import Policy
+from situated.service.inferred import Sessions
+from situated.service.models import (
+    AddManyRequest,
+    AddRequest,
+    BriefingDoc,
+    ErasedDoc,
+    EventDoc,
+    FeedbackDoc,
+    FeedbackRequest,
+    HealthDoc,
+    KeyCreate,
+    KeyDoc,
+    LearnRequest,
+    ListQuery,
+    MaintenanceDoc,
+    MemoryDoc,
+    NewKeyDoc,
+    PendingDoc,
+    RecallRequest,
+    RevokedDoc,
+    RevokeRequest,
+    _state,
+    iso,
+)
+from situated.store.keys import ApiKey
+from situated.store.scope import SYSTEM
+from situated.store.sqlite import Store
+
+OPERATOR_ROLE = "operator"
+"""The role a key needs for the file-wide operations `health` and `maintain`: they read and
+change every tenant's rows, so no tenant's own roles reach them."""
+
+
+class Pool:
+    """Up to `size` `Memory` objects over one file, opened when first needed."""
+
+    def __init__(self, factory: Callable[[], Memory], size: int = 2) -> None:
+        self._factory = factory
+        self._size = args.integer(size, "pool", 1, 64)
+        self._idle: queue.Queue[Memory] = queue.Queue()
+        self._opened = 0
+        self._all: list[Memory] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, mem: Memory) -> Pool:
+        """A pool of exactly this one `Memory` (the CLI's)."""
+        pool = cls(lambda: mem, 1)
+        return pool
+
+    @contextmanager
+    def use(self) -> Iterator[Memory]:
+        mem = self._take()
+        try:
+            yield mem
+        finally:
+            self._idle.put(mem)
+
+    def _take(self) -> Memory:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._lock:
+            opening = self._opened < self._size
+            if opening:
+                self._opened += 1
+        if not opening:
+            return self._idle.get()
+        try:
+            mem = self._factory()
+        except BaseException:
+            with self._lock:
+                self._opened -= 1
+            raise
+        self._all.append(mem)
+        return mem
+
+    def close(self) -> None:
+        for mem in self._all:
+            mem.close()
+        self._all.clear()
+
+
+def key_doc(key: ApiKey) -> KeyDoc:
+    at = iso(key.created_at)
+    assert at is not None
+    return KeyDoc.model_validate({
+        "id": key.id, "tenant": key.tenant, "roles": list(key.roles),
+        "clearance": key.clearance.label, "actor": key.actor, "label": key.label,
+        "created_at": at, "created_by": key.created_by,
+        "revoked_at": None if key.revoked_at is None else iso(key.revoked_at),
+    })
+
+
+class Service:
+    """The operations of situated, each as the principal a door names.
+
+    Args:
+        pool: where `Memory` objects come from.
+        inferred_feedback: infer outcomes in sessions whose client never calls `feedback`
+            (`situated.service.inferred`); False turns it off.
+    """
+
+    def __init__(self, pool: Pool, *, inferred_feedback: bool = True) -> None:
+        self.pool = pool
+        self.sessions = Sessions(enabled=inferred_feedback)
+        self._key_store: Store | None = None
+        self._key_lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._key_lock:
+            if self._key_store is not None:
+                self._key_store.close()
+                self._key_store = None
+        self.pool.close()
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def add(self, who: Principal, req: AddRequest, session: str | None = None) -> MemoryDoc:
+        with self.pool.use() as mem:
+            rec = mem.add(principal=who, **req.arguments())
+            self.sessions.after_add(mem, who, session, rec)
+        return MemoryDoc.of(rec)
+
+    def add_many(self, who: Principal, req: AddManyRequest) -> list[MemoryDoc]:
+        with self.pool.use() as mem:
+            records = mem.add_many([i.arguments() for i in req.items], principal=who)
+        return [MemoryDoc.of(r) for r in records]
+
+    def learn(self, who: Principal, req: LearnRequest) -> list[MemoryDoc]:
+        with self.pool.use() as mem:
+            return [MemoryDoc.of(r) for r in mem.learn(req.trajectory, principal=who)]
+
+    # -- recall and feedback ----------------------------------------------------------------
+
+    def recall(self, who: Principal, req: RecallRequest, session: str | None = None
+               ) -> BriefingDoc:
+        present = _state(req.state) if (req.state.text.strip() or req.state.facts) else None
+        policy = Policy(
+            allowed_tools=None if req.allowed_tools is None else frozenset(req.allowed_tools),
+            prohibited_effects=frozenset(req.prohibited_effects),
+            version=req.policy_version,
+        )
+        with self.pool.use() as mem:
+            briefing = mem.recall(
+                present or State(""), principal=who, intent=req.intent,
+                namespace=req.namespace, k=req.k, budget_tokens=req.budget_tokens,
+                as_of=req.as_of, known_at=req.known_at, policy=policy,
+            )
+            self.sessions.after_recall(mem, who, session, briefing)
+        return BriefingDoc.of(briefing, explain=req.explain)
+
+    def feedback(self, who: Principal, req: FeedbackRequest) -> FeedbackDoc:
+        with self.pool.use() as mem:
+            result = mem.feedback(req.recall_id, principal=who, success=req.success,
+                                  used=req.used, reward=req.reward, cited=req.cited)
+        self.sessions.after_feedback(who, req.recall_id)
+        return FeedbackDoc.model_validate(asdict(result))
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def inspect(self, who: Principal, memory_id: str, as_of: Any = None,
+                known_at: Any = None) -> MemoryDoc:
+        with self.pool.use() as mem:
+            return MemoryDoc.of(mem.inspect(memory_id, principal=who, as_of=as_of,
+                                            known_at=known_at))
+
+    def history(self, who: Principal, memory_id: str) -> list[EventDoc]:
+        with self.pool.use() as mem:
+            return [EventDoc.of(e) for e in mem.history(memory_id, principal=who)]
+
+    def ledger(self, who: Principal, limit: int = 100, offset: int = 0) -> list[EventDoc]:
+        with self.pool.use() as mem:
+            return [EventDoc.of(e) for e in mem.ledger(principal=who, limit=limit,
+                                                       offset=offset)]
+
+    def list(self, who: Principal, q: ListQuery) -> list[MemoryDoc]:
+        with self.pool.use() as mem:
+            records = mem.list(principal=who, namespace=q.namespace, states=q.states,
+                               limit=q.limit, offset=q.offset)
+        return [MemoryDoc.of(r) for r in records]
+
+    def export(self, who: Principal, namespace: str | None = None) -> Iterator[MemoryDoc]:
+        """Every memory the principal may read, in pages (arguments checked at the call)."""
+        args.principal(who)
+        with self.pool.use() as mem:
+            mem.export(principal=who, namespace=namespace)  # checks the arguments now
+        return self._export(who, namespace)
+
+    def _export(self, who: Principal, namespace: str | None) -> Iterator[MemoryDoc]:
+        offset = 0
+        while True:
+            with self.pool.use() as mem:
+                page = mem.list(principal=who, namespace=namespace, limit=500, offset=offset)
+            if not page:
+                return
+            yield from (MemoryDoc.of(r) for r in page)
+            offset += len(page)
+
+    def stats(self, who: Principal) -> Any:
+        from situated.service.models import StatsDoc
+
+        with self.pool.use() as mem:
+            return StatsDoc.model_validate(asdict(mem.stats(principal=who)))
+
+    # -- review -----------------------------------------------------------------------------
+
+    def pending(self, who: Principal, namespace: str | None = None) -> builtins.list[PendingDoc]:
+        with self.pool.use() as mem:
+            pending = mem.pending(reviewer=who, namespace=namespace)
+        return [PendingDoc.model_validate(MemoryDoc.of(r).model_dump() | {"gates": g})
+                for r, g in pending]
+
+    def promote(self, who: Principal, memory_id: str, reason: str = "approved") -> MemoryDoc:
+        with self.pool.use() as mem:
+            return MemoryDoc.of(mem.promote(memory_id, reviewer=who, reason=reason))
+
+    def reject(self, who: Principal, memory_id: str, reason: str) -> MemoryDoc:
+        with self.pool.use() as mem:
+            return MemoryDoc.of(mem.reject(memory_id, reviewer=who, reason=reason))
+
+    # -- consent, erasure, maintenance ------------------------------------------------------
+
+    def revoke(self, who: Principal, req: RevokeRequest) -> RevokedDoc:
+        with self.pool.use() as mem:
+            n = mem.revoke_consent(req.consent, principal=who, reason=req.reason)
+        return RevokedDoc(consent=req.consent, revoked=n)
+
+    def erase(self, who: Principal, memory_id: str, reason: str) -> ErasedDoc:
+        with self.pool.use() as mem:
+            mem.erase(memory_id, principal=who, reason=reason)
+        return ErasedDoc(erased=memory_id)
+
+    def health(self, who: Principal | None = None) -> HealthDoc:
+        """The file's health (`who`: a door's principal, which needs the operator role)."""
+        _operator(who)
+        with self.pool.use() as mem:
+            return HealthDoc.model_validate(asdict(mem.health()))
+
+    def maintain(self, who: Principal | None = None) -> MaintenanceDoc:
+        _operator(who)
+        with self.pool.use() as mem:
+            report = mem.maintain(actor=who.name if who else "maintenance")
+        return MaintenanceDoc.model_validate(asdict(report))
+
+    # -- keys -------------------------------------------------------------------------------
+
+    def create_key(self, req: KeyCreate, *, actor: str) -> NewKeyDoc:
+        """A new API key bound to one principal; the secret is in the result and nowhere else."""
+        who = validate_input("principal", lambda: Principal(
+            req.tenant, frozenset(req.roles), req.clearance, req.actor or f"key:{req.tenant}"
+        ))
+        label = args.text(req.label, "label", args.MAX_LABEL_CHARS)
+        args.label(actor, "actor")
+        with self.pool.use() as mem:
+            key, secret = mem.store.keys.create(who, actor=actor, label=label, scope=SYSTEM)
+        return NewKeyDoc.model_validate(key_doc(key).model_dump() | {"secret": secret})
+
+    def list_keys(self, tenant: str | None = None) -> builtins.list[KeyDoc]:
+        with self.pool.use() as mem:
+            return [key_doc(k) for k in mem.store.keys.list(SYSTEM, tenant)]
+
+    def revoke_key(self, key_id: str, *, actor: str, reason: str = "") -> KeyDoc:
+        args.identifier(key_id, "key_id")
+        args.label(actor, "actor")
+        args.text(reason, "reason", args.MAX_REASON_CHARS)
+        with self.pool.use() as mem:
+            return key_doc(mem.store.keys.revoke(key_id, actor=actor, reason=reason,
+                                                 scope=SYSTEM))
+
+    def principal_for(self, secret: str) -> Principal | None:
+        """The principal an API key's secret stands for; None if unknown or revoked (read at
+        every call: a revoked key is refused from the next request). Through a store of its
+        own, so a door may call it without waiting for a pooled `Memory` (one indexed read)."""
+        with self._key_lock:
+            if self._key_store is None:
+                with self.pool.use() as mem:
+                    path = mem.store.path
+                self._key_store = Store(path, resident_mb=0)
+            key = self._key_store.keys.resolve(secret)
+        return None if key is None else key.principal
+
+
+def _operator(who: Principal | None) -> None:
+    if who is not None and OPERATOR_ROLE not in who.roles:
+        raise PermissionDenied(f"this operation reads every tenant: it needs the "
+                               f"{OPERATOR_ROLE!r} role")
+
+
+__all__ = ["OPERATOR_ROLE", "InvalidInput", "Pool", "Service"]
