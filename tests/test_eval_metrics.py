@@ -120,6 +120,9 @@ def test_the_simulated_agent_follows_its_documented_formula() -> None:
     assert p(("noise", 100)) == pytest.approx(0.47)
     assert p(("good", 100)) == pytest.approx(0.86)
     assert p(("noise", 100_000)) == agent.floor
+    # the context's own text (header, labels) is charged like useless memory text
+    framed = Guidance((ServedItem("good", 100),), context="...", tokens=200)
+    assert agent.probability(sc, framed) == pytest.approx(0.83)
     scenario_rate = parse_scenarios(
         {"scenarios": [SCENARIO["scenarios"][0] | {"base_rate": 0.2}]})[0]
     assert agent.probability(scenario_rate, Guidance()) == pytest.approx(0.2)

@@ -291,3 +291,27 @@ def test_tiny_real_run(tmp_path: Path) -> None:
         r["consults"] for r in rows if r["arm"] == "compiled")
     assert next(r for r in rows if r["arm"] == "no_memory")["tokens"] == 0
     assert json.loads((out / "scienceworld.json").read_text())["config"]["step_cap"] == 12
+
+
+def test_the_step_cap_is_raised_to_fit_long_gold_paths() -> None:
+    from situated.eval.envs.scienceworld import make_config
+
+    cfg = make_config(False)
+    assert cfg.step_cap == 50
+    assert cfg.fitted([144, 20]).step_cap == 216  # 1.5 x the longest gold path
+    assert cfg.fitted([12]).step_cap == 50  # never lowered
+    assert cfg.fitted([]).step_cap == 50
+    off = make_config(False)
+    off = type(off)(**{**off.__dict__, "gold_factor": 0.0})
+    assert off.fitted([144]).step_cap == 50
+
+
+def test_plans_of_long_tasks_are_not_cut_at_forty_actions() -> None:
+    steps = [{"observation": f"This room is called the room{i // 30}.",
+              "facts": {"location": f"room{i // 30}"}, "action": f"act {i}", "result": "ok"}
+             for i in range(150)]
+    traj = Trajectory.model_validate({"episode_id": "long", "task": "grow a plant",
+                                      "steps": steps, "outcome": {"success": True}})
+    plans = [d for d in RulesDistiller().distill(traj) if not d.failure_lesson]
+    assert len(plans) == 5
+    assert "act 149" in plans[-1].content

@@ -678,6 +678,13 @@ def eval_(
         typer.Option("--arms", help="Comma-separated; also unscoped_replay, "
                      "compiled:<reconstructor>."),
     ] = None,
+    agent: Annotated[
+        str, typer.Option("--agent", help="text (reads the rendered context; default) or "
+                          "simulated (scores from ground truth: a check of the metrics).")
+    ] = "text",
+    states_as_text: Annotated[
+        bool, typer.Option("--states-as-text", help="Withhold structured facts and conditions.")
+    ] = False,
     agent_url: Annotated[str | None, typer.Option("--agent-url")] = None,
     agent_model: Annotated[str | None, typer.Option("--agent-model")] = None,
     agent_key: Annotated[
@@ -696,17 +703,22 @@ def eval_(
     warnings.simplefilter("ignore", SituatedWarning)
     if ctx.invoked_subcommand is not None:
         return
-    from situated.eval import LLMAgent, parse_arms, parse_seeds, run_eval
+    from situated.eval import LLMAgent, SimulatedAgent, TextAgent, parse_arms, parse_seeds, run_eval
 
     settings: Settings = ctx.obj
-    agent = None
+    if agent not in ("text", "simulated"):
+        raise InvalidInput("agent", "use text or simulated (or --agent-url for an LLM)")
+    the_agent: LLMAgent | SimulatedAgent | TextAgent = (
+        TextAgent() if agent == "text" else SimulatedAgent()
+    )
     if agent_url or agent_model:
         if not (agent_url and agent_model):
             raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
-        agent = LLMAgent(agent_url, agent_model, api_key=agent_key)
+        the_agent = LLMAgent(agent_url, agent_model, api_key=agent_key)
     console = Console()
     run_eval(scenarios or None, parse_seeds(seeds), quick, out, console,
-             embedder=settings.embedder or DEFAULT_EMBEDDER, arms=parse_arms(arms), agent=agent)
+             embedder=settings.embedder or DEFAULT_EMBEDDER, arms=parse_arms(arms),
+             agent=the_agent, states_as_text=states_as_text)
     if poisoning:
         from situated.eval.poisoning import run_poisoning
 
@@ -801,6 +813,38 @@ def eval_scienceworld(
     run_scienceworld(quick, out, Console(), tasks=tasks.split(",") if tasks else None,
                      variations=variations, seed=seed,
                      embedder=settings.embedder or DEFAULT_EMBEDDER)
+
+
+@eval_app.command("textworld")
+def eval_textworld(
+    ctx: typer.Context,
+    quick: Annotated[bool, typer.Option("--quick", help="4 train and 4 test games.")] = False,
+    out: Annotated[Path, typer.Option("--out", file_okay=False)] = Path("eval-results"),
+    train_games: Annotated[int | None, typer.Option("--train-games", min=1, max=1000)] = None,
+    test_games: Annotated[int | None, typer.Option("--test-games", min=1, max=1000)] = None,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1)] = 0,
+    cache: Annotated[
+        Path | None, typer.Option("--cache", file_okay=False, help="Where generated games go.")
+    ] = None,
+    agent_url: Annotated[str | None, typer.Option("--agent-url")] = None,
+    agent_model: Annotated[str | None, typer.Option("--agent-model")] = None,
+    agent_key: Annotated[
+        str | None, typer.Option("--agent-key", envvar="SITUATED_AGENT_API_KEY", hidden=True)
+    ] = None,
+) -> None:
+    """TextWorld cooking games: memory on unseen layouts (needs the textworld extra)."""
+    from situated.eval.envs.textworld import run_textworld
+    from situated.eval.envs.twllm import LLMClient
+
+    settings: Settings = ctx.obj
+    llm = None
+    if agent_url or agent_model:
+        if not (agent_url and agent_model):
+            raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
+        llm = LLMClient(agent_url, agent_model, api_key=agent_key)
+    run_textworld(quick, out, Console(), train_games=train_games, test_games=test_games,
+                  seed=seed, embedder=settings.embedder or DEFAULT_EMBEDDER, cache_dir=cache,
+                  llm=llm)
 
 
 @app.command()

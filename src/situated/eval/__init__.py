@@ -1,7 +1,8 @@
 """The Memory Decision Scorecard: paired counterfactual evaluation of memory arms.
 
 `run_eval` runs no memory, raw replay, utility-ranked replay and compiled recall on the same
-scenarios and store contents, with a simulated (or any) agent, and reports lift with 95%
+scenarios and store contents, with an agent that reads the rendered context (`TextAgent`, the
+default; an `LLMAgent`; or any), and reports lift with 95%
 intervals, negative transfer, false acceptance and rejection, poisoning, leaks, staleness,
 tokens and latency, per slice.
 """
@@ -17,6 +18,7 @@ from situated.eval.agents import (
 )
 from situated.eval.generator import generate
 from situated.eval.metrics import Row, Scorecard, scorecard
+from situated.eval.reader import TextAgent
 from situated.eval.runner import EvalResult, parse_arms, parse_seeds, run_eval
 from situated.eval.scenarios import Scenario, ScenarioError, load_many, load_scenarios
 
@@ -33,6 +35,7 @@ __all__ = [
     "Scorecard",
     "SimulatedAgent",
     "Task",
+    "TextAgent",
     "generate",
     "load_many",
     "load_scenarios",

@@ -99,7 +99,8 @@ class SimulatedAgent:
 
     over the shown memories that help or mislead (ranked in the order shown: the agent leans on
     what comes first). Then distraction: p -= distraction * (tokens of shown memories that do
-    not help) / 100. Finally p is clipped to [floor, ceiling] and the task succeeds when the
+    not help, plus the context's own text: headers, labels, citations) / 100. Finally p is
+    clipped to [floor, ceiling] and the task succeeds when the
     common random number `u < p` (the same `u` for every arm, so arms are compared pairwise).
 
     What helps or misleads is the scenario's ground truth (`effect` of each memory, by key):
@@ -140,8 +141,10 @@ class SimulatedAgent:
             w = 1.0 / rank
             weights += w
             total += w * (self.helped if effect == "helps" else self.misled)
+        # the context's own text (headers, verdict labels, citations) is read too: charged
+        overhead = max(0, guidance.tokens - sum(i.tokens for i in guidance.items))
         p = base if weights == 0 else (1 - self.follow) * base + self.follow * total / weights
-        p -= self.distraction * useless_tokens / 100.0
+        p -= self.distraction * (useless_tokens + overhead) / 100.0
         return min(self.ceiling, max(self.floor, p))
 
     def attempt(self, scenario: Scenario, guidance: Guidance, u: float) -> Attempt:

@@ -13,6 +13,12 @@ under an old policy version, a poisoned look-alike, another tenant's lesson, ...
 
 Writers do not always give conditions: each lesson carries explicit conditions with
 probability `CONDITIONS_RATE`; otherwise only its source state says where it applies.
+
+Twins are not all edited the same way (`TWIN_EDITS`): in some the material fact is flipped
+(what the `rules` reconstructor compares), in some the writer did not record it as a fact
+(the source text still says it), and in some it was never observed at all (neither fact nor
+text mentions it): no reconstructor can tell such a twin from an applicable lesson, and the
+scorecard counts what serving it costs.
 """
 
 from __future__ import annotations
@@ -34,8 +40,12 @@ from situated.eval.scenarios import (
 )
 from situated.models import FactValue
 
-CONDITIONS_RATE = 2 / 3
+CONDITIONS_RATE = 1 / 2
 """Share of generated lessons whose writer gave explicit applicability conditions."""
+TWIN_EDITS: tuple[tuple[str, float], ...] = (
+    ("fact_flip", 0.5), ("fact_unrecorded", 0.25), ("unobserved", 0.25),
+)
+"""How a matched triple's twin differs from the applicable memory, with its share."""
 
 Facts = dict[str, FactValue]
 
@@ -880,20 +890,47 @@ class _Builder:
         )
 
 
+def _twin_edit(b: _Builder) -> str:
+    x = b.rng.random()
+    for name, share in TWIN_EDITS:
+        if x < share:
+            return name
+        x -= share
+    return TWIN_EDITS[-1][0]
+
+
+def _edited_twin(b: _Builder, fam: LessonFamily, app: Facts, r: int, edit: str) -> MemorySpec:
+    """The inapplicable twin under one of `TWIN_EDITS`."""
+    twin = b.twin_facts(fam, app, r)
+    spec = b.lesson("twin", fam, 1 - r, twin, applies=False, tags=("twin", f"twin:{edit}"))
+    if edit == "fact_flip" or spec.state is None:
+        return spec
+    material = set(fam.material(b.rng, 1 - r, False))
+    kept = {k: v for k, v in twin.items() if k not in material}
+    if edit == "fact_unrecorded":
+        state = StateSpec(text=spec.state.text, facts=kept if spec.state.facts else {})
+    else:  # unobserved: neither the facts nor the text say what decided the outcome
+        seen = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(kept.items()))
+        state = StateSpec(text=f"Task: {fam.intent}. Noted: {seen}.",
+                          facts=kept if spec.state.facts else {})
+    # the writer could not state conditions over a fact it did not record
+    return spec.model_copy(update={"state": state, "conditions": ()})
+
+
 def _triple(b: _Builder, ood: bool) -> Scenario:
     fam = b.rng.choice(b.d.families)
     r = b.rng.randrange(2)
     present = b.facts(fam, r, ood)
     app = b.facts(fam, r)
-    twin = b.twin_facts(fam, app, r)
+    edit = _twin_edit(b)
     mems = [
         b.lesson("applicable", fam, r, app, applies=True),
-        b.lesson("twin", fam, 1 - r, twin, applies=False, tags=("twin",)),
+        _edited_twin(b, fam, app, r, edit),
     ]
     b.rng.shuffle(mems)
     what = "out-of-distribution present state" if ood else "matched triple"
     return b.lesson_scenario(fam, mems, present, r, 1 if ood else 0,
-                             f"{fam.name}: {what}; twin differs in its material fact")
+                             f"{fam.name}: {what}; twin edit {edit}")
 
 
 def _poisoned(b: _Builder) -> Scenario:

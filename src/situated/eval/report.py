@@ -169,6 +169,16 @@ def print_scorecard(result: EvalResult, console: Console) -> None:
             "100 useless tokens); embedder "
             f"{cfg['embedder']}; k={cfg['k']}, compiled budget {cfg['budget_tokens']} tokens"
         )
+    if agent.get("name") == "text":
+        console.print(
+            "agent: text (reads only the rendered context: trusts a labelled item in "
+            f"proportion to its confidence, fully from {agent['trust_full']}; observation "
+            f"check {'on' if agent['check_observation'] else 'off'}; "
+            f"-{agent['distraction_per_100_tokens']} per 100 context tokens of every arm; "
+            f"gullibility {agent['gullibility']}); "
+            f"embedder {cfg['embedder']}; k={cfg['k']}, compiled budget {cfg['budget_tokens']} "
+            "tokens"
+        )
     for s, reason in sorted(result.unsupported.items()):
         console.print(f"slice {s}: not yet supported ({reason}); "
                       f"{result.skipped.get(s, 0)} scenario runs skipped for every arm")

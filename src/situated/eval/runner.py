@@ -26,6 +26,7 @@ from situated.eval.arms import (
 )
 from situated.eval.generator import generate
 from situated.eval.metrics import Row, Scorecard, scorecard
+from situated.eval.reader import TextAgent
 from situated.eval.scenarios import SLICES, Scenario, load_many, shipped_paths
 from situated.recall.reconstruct.base import available_reconstructors
 
@@ -85,6 +86,20 @@ def scenarios_for_seed(
     if quick:
         return shipped
     return shipped + generate(seed, per_cell if per_cell is not None else DEFAULT_PER_CELL)
+
+
+def text_only(sc: Scenario) -> Scenario:
+    """The scenario with its states as text only: no structured facts in the present state or
+    in any memory's source state, and no writer-given conditions (which name facts)."""
+    present = sc.present.model_copy(update={"facts": {}})
+    mems = tuple(
+        m.model_copy(update={
+            "state": None if m.state is None else m.state.model_copy(update={"facts": {}}),
+            "conditions": (),
+        })
+        for m in sc.memories
+    )
+    return sc.model_copy(update={"present": present, "memories": mems})
 
 
 def make_row(seed: int, sc: Scenario, arm: str, g: Guidance, success: bool,
@@ -149,6 +164,7 @@ def run_eval(
     budget_tokens: int = DEFAULT_BUDGET,
     per_cell: int | None = None,
     plots: bool = True,
+    states_as_text: bool = False,
 ) -> EvalResult:
     """Run the Memory Decision Scorecard and write `results.json` and the plots to `out_dir`.
 
@@ -160,13 +176,16 @@ def run_eval(
         out_dir: where `results.json`, `lift_by_slice.png` and `tokens_vs_success.png` go.
         console: rich console for the progress bar and the tables (None: silent).
         embedder: embedder name or instance for situated and the replay baselines.
-        agent: the agent; default `SimulatedAgent()`.
+        agent: the agent; default `TextAgent()` (reads the rendered context only;
+            `SimulatedAgent()` scores from ground-truth effects: a unit check of the metrics).
         arms: arm names; default no_memory, raw_replay, utility_replay, compiled. Also
             `unscoped_replay` and `compiled:<reconstructor>` (e.g. `compiled:learned`).
         k: memories per task for every arm.
         budget_tokens: compiled recall's token budget.
         per_cell: generated scenarios per (domain, slice) per seed in the default run.
         plots: write the PNG plots.
+        states_as_text: withhold structured facts and conditions (`text_only`): states are
+            text as an agent observes them.
     """
     from situated.eval.report import print_scorecard, write_json, write_plots
 
@@ -178,7 +197,7 @@ def run_eval(
     if isinstance(k, bool) or not 1 <= k <= 20:
         raise InvalidInput("k", "must be from 1 to 20")
     emb = get_embedder(embedder) if isinstance(embedder, str) else embedder
-    the_agent: Agent = agent or SimulatedAgent()
+    the_agent: Agent = agent or TextAgent()
     notes: list[str] = []
     arm_names = list(arms) if arms else list(ARM_NAMES)
     if "learned" in available_reconstructors() and "compiled:learned" not in arm_names:
@@ -189,6 +208,8 @@ def run_eval(
         )
     arm_objs: list[Arm] = make_arms(arm_names, k, budget_tokens)
     per_seed = {s: scenarios_for_seed(s, scenario_paths, quick, per_cell) for s in seed_list}
+    if states_as_text:
+        per_seed = {s: [text_only(sc) for sc in v] for s, v in per_seed.items()}
     revoke_missing = revoke_available()
 
     rows: list[Row] = []
@@ -250,11 +271,12 @@ def run_eval(
         "scenarios_per_seed": {str(s): len(v) for s, v in per_seed.items()},
         "tasks": len(rows) // max(1, len(arm_objs)),
         "embedder": emb.model_ref,
-        "agent": the_agent.describe() if isinstance(the_agent, SimulatedAgent)
+        "agent": the_agent.describe() if isinstance(the_agent, SimulatedAgent | TextAgent)
         else {"name": the_agent.name},
         "arms": [a.name for a in arm_objs],
         "k": k,
         "budget_tokens": budget_tokens,
+        "states_as_text": states_as_text,
     }
     result = EvalResult(config, rows, card, unsupported, skipped, writes, notes)
     result.elapsed_s = round(time.perf_counter() - started, 2)

@@ -121,7 +121,9 @@ PLACE_KEYS = ("location", "room", "place", "page", "screen")
 """Facts that say where the agent is: a plan is split where they change, and they are always
 preconditions of a plan piece (a route learned from the hallway is not a route from the
 kitchen), never bindings to adapt."""
-MAX_PLAN_ACTIONS = 40
+MAX_PLAN_ACTIONS = 200
+"""Acted steps a success's plan lessons cover (long tasks have gold paths of 60-180 actions;
+each piece is still one place's steps)."""
 
 
 def derived_conditions(
@@ -164,14 +166,26 @@ def plan_segments(steps: Sequence[tuple[int, Step]]) -> list[list[tuple[int, Ste
     return pieces
 
 
+def observed_along(piece: Sequence[tuple[int, Step]]) -> dict[str, FactValue]:
+    """The piece's first state facts, plus every fact first observed during the piece (a
+    recipe read, a reading taken): the later actions acted on them, so the lesson keeps them
+    with its state and its conditions. A fact the first state already has keeps that value."""
+    facts = dict(piece[0][1].facts)
+    for _, step in piece[1:]:
+        for key, value in step.facts.items():
+            facts.setdefault(key, value)
+    return facts
+
+
 class RulesDistiller:
     """No model. From a success: the plan, one lesson per place it passes through (each with the
-    state it starts from). From any episode: a 'what went wrong' lesson per step whose result
-    reports a failure, and for a failed episode one about its last action only when that action
-    visibly failed (running out of steps blames nothing)."""
+    state it starts from, and the facts first observed along the way: `observed_along`). From
+    any episode: a 'what went wrong' lesson per step whose result reports a failure, and for a
+    failed episode one about its last action only when that action visibly failed (running out
+    of steps blames nothing)."""
 
     name = "rules"
-    version = "2"
+    version = "3"
 
     def distill(self, trajectory: Trajectory) -> list[LessonDraft]:
         t = trajectory
@@ -188,14 +202,15 @@ class RulesDistiller:
                 part = (f" (part {n} of {len(pieces)}{f', from {where}' if where else ''})"
                         if len(pieces) > 1 else "")
                 always = [k for k in PLACE_KEYS if k in first.facts]
+                facts = observed_along(piece)
                 drafts.append(
                     LessonDraft(
                         content=f"To {task}{part}: {plan}.",
-                        state=State(first.observation, first.facts),
+                        state=State(first.observation, facts),
                         action=plan,
                         success=True,
                         step=i0,
-                        conditions=derived_conditions(first.facts, plan, always),
+                        conditions=derived_conditions(facts, plan, always),
                         evidence=ev,
                     )
                 )

@@ -6,5 +6,9 @@ from situated.eval.envs.scienceworld import (
     run_scienceworld,
     unavailable_reason,
 )
+from situated.eval.envs.textworld import TextWorldMissing, run_textworld
 
-__all__ = ["ScienceWorldMissing", "run_scienceworld", "unavailable_reason"]
+__all__ = [
+    "ScienceWorldMissing", "TextWorldMissing", "run_scienceworld", "run_textworld",
+    "unavailable_reason",
+]

@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import shutil
 import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -73,6 +74,7 @@ from situated.eval.envs.swparse import (
     state_facts,
     task_facts,
 )
+from situated.eval.reader import parse_context
 from situated.memory import Memory
 from situated.models import LifecycleState, Principal, State
 from situated.recall.compile import token_counter
@@ -127,6 +129,16 @@ class SWConfig:
     max_consults: int = 12
     feedback: bool = True
     quick: bool = False
+    gold_factor: float = 1.5
+    """Each task's step cap is at least this times its longest train gold path (0: off), so
+    long tasks (gold paths of 60-180 actions) can be solved at all."""
+
+    def fitted(self, gold_lengths: Sequence[int]) -> SWConfig:
+        """This configuration with the step cap raised to fit the task's gold paths."""
+        if self.gold_factor <= 0 or not gold_lengths:
+            return self
+        need = math.ceil(self.gold_factor * max(gold_lengths))
+        return replace(self, step_cap=max(self.step_cap, need))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +147,7 @@ class SWConfig:
             "seed": self.seed, "embedder": self.embedder, "k": self.k,
             "budget_tokens": self.budget_tokens, "max_consults": self.max_consults,
             "feedback": self.feedback, "quick": self.quick, "arms": list(ARMS),
+            "gold_factor": self.gold_factor,
         }
 
 
@@ -474,15 +487,17 @@ class Compiled:
         latency = (time.perf_counter() - t0) * 1000
         plans: list[Plan] = []
         avoid: list[tuple[str, str]] = []
-        for item in b.items:
-            plan, bad = parse_guidance(item.memory_id, item.text)
+        text = b.render()
+        for item in parse_context(text):  # what the agent reads: the rendered briefing
+            if item.ref is None or item.labelled_rejected:
+                continue
+            plan, bad = parse_guidance(item.ref, item.text)
             if plan is not None and plan.id not in exclude:
                 plans.append(plan)
             avoid += bad
             self.served_kinds["plan" if plan else "failure" if bad else "other"] += 1
         self.rejections.update(r.reason.value for r in b.rejected)
         self.modes[b.mode.value] += 1
-        text = b.render()
         return Advice(
             b.mode.value, plans=tuple(plans), avoid=tuple(avoid), text=text,
             tokens=token_counter().count(text), latency_ms=latency, ref=b.recall_id,
@@ -525,6 +540,8 @@ class BuildStats:
     held_failure: int = 0
     held_reasons: Counter[str] = field(default_factory=Counter)
     held_examples: list[dict[str, Any]] = field(default_factory=list)
+    gold_lengths: list[int] = field(default_factory=list)
+    step_cap: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -535,6 +552,7 @@ class BuildStats:
             "plan_lessons": self.plan_lessons, "failure_lessons": self.failure_lessons,
             "held_plan": self.held_plan, "held_failure": self.held_failure,
             "held_reasons": dict(self.held_reasons), "held_examples": self.held_examples[:10],
+            "gold_lengths": self.gold_lengths, "step_cap": self.step_cap,
         }
 
 
@@ -596,6 +614,9 @@ def build_memory(
         _learn(mem, principal, ep, stats, seen, sink)
         for r in replays:
             r.add(ep)
+    stats.gold_lengths = [len(g) for g in golds.values()]
+    cfg = cfg.fitted(stats.gold_lengths)
+    stats.step_cap = cfg.step_cap
     for i, v in enumerate(train):
         explore = run_episode(env, task, v, "train", "explore", _no_advice, cfg)
         _learn(mem, principal, explore, stats, seen, sink)
@@ -783,13 +804,14 @@ def run_scienceworld(
             console.log(f"{task}: memory from {len(train)} train variations "
                         f"({stats.episodes} episodes, {stats.promoted} lessons promoted, "
                         f"{stats.held} held) in {t1 - t0:.0f}s")
+            task_cfg = replace(cfg, step_cap=stats.step_cap or cfg.step_cap)
             for v in test:
                 for arm in arms:
                     def consult(state: State, intent: str, exclude: frozenset[str],
                                 a: Arm = arm, t: str = task) -> Advice:
                         return a.consult(t, state, intent, exclude)
 
-                    ep = run_episode(env, task, v, "test", arm.name, consult, cfg)
+                    ep = run_episode(env, task, v, "test", arm.name, consult, task_cfg)
                     episodes.append(ep)
                     arm.feedback(ep)
             t_eval += time.perf_counter() - t1
@@ -873,7 +895,8 @@ def tables(result: dict[str, Any]) -> list[Table]:
     n_test = sum(len(s["test"]) for s in result["splits"].values())
     head = Table(
         title=f"ScienceWorld, unseen test variations: {len(cfg['tasks'])} tasks, "
-        f"{n_test} test variations, cap {cfg['step_cap']} steps, seed {cfg['seed']}",
+        f"{n_test} test variations, cap {cfg['step_cap']} steps (raised per task to "
+        f"{cfg.get('gold_factor', 0)}x its longest train gold path), seed {cfg['seed']}",
         caption=f"95% intervals in brackets (Wilson for rates, bootstrap for means). "
         f"Wall time {wall['total']:.0f}s (memory {wall['build']:.0f}s, eval {wall['eval']:.0f}s).",
     )
