@@ -10,12 +10,14 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from situated.aio import AsyncMemory
     from situated.errors import (
         FeedbackConflict,
         InvalidInput,
         NotFound,
         PermissionDenied,
         SituatedError,
+        SituatedWarning,
         UsageError,
     )
     from situated.memory import FeedbackResult, Health, Memory, Stats
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
     from situated.recall.reconstruct import Policy
 
 _HOME = {
+    "AsyncMemory": "situated.aio",
+    "SituatedWarning": "situated.errors",
     "FeedbackConflict": "situated.errors",
     "InvalidInput": "situated.errors",
     "NotFound": "situated.errors",
@@ -84,6 +88,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AsyncMemory",
     "Authority",
     "Briefing",
     "Classification",
@@ -106,6 +111,7 @@ __all__ = [
     "RejectionReason",
     "Scores",
     "SituatedError",
+    "SituatedWarning",
     "State",
     "Stats",
     "UsageError",
