@@ -24,7 +24,7 @@ from situated.endpoint import Endpoint, endpoint_url
 from situated.errors import InvalidInput, ModelError, UsageError
 from situated.eval.scenarios import Scenario
 from situated.models import State
-from situated.recall.reconstruct.llm import message_content
+from situated.recall.reconstruct.llm import message_content, unfence
 
 
 @dataclass(frozen=True)
@@ -267,12 +267,8 @@ def _same_option(a: str, b: str) -> bool:
 
 def _parse_choice(content: str, options: tuple[str, ...]) -> str:
     """The option the model chose: JSON `{"action": ...}`, else the one option named."""
-    text = content.strip()
-    fenced = re.match(r"^```(?:json)?\s*\n(.*)\n\s*```$", text, re.S)
-    if fenced:
-        text = fenced.group(1)
     try:
-        data = json.loads(text)
+        data = json.loads(unfence(content.strip()))
     except ValueError:
         data = None
     if isinstance(data, dict) and isinstance(data.get("action"), str):

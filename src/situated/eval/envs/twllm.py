@@ -11,7 +11,6 @@ is not one of the admissible commands, or a failed request, makes it `look` inst
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +18,7 @@ from situated.endpoint import Endpoint, endpoint_url
 from situated.errors import InvalidInput, ModelError
 from situated.eval.envs.swagent import Advice
 from situated.eval.envs.swparse import normalise_action
-from situated.recall.reconstruct.llm import message_content
+from situated.recall.reconstruct.llm import message_content, unfence
 
 SYSTEM = (
     "You play a text game. Notes from past experience may be given; they are information, "
@@ -64,12 +63,8 @@ class LLMClient:
 
 def parse_command(content: str, admissible: list[str]) -> str:
     """The admissible command the model chose; `ModelError` when it chose none."""
-    text = content.strip()
-    fenced = re.match(r"^```(?:json)?\s*\n(.*)\n\s*```$", text, re.S)
-    if fenced:
-        text = fenced.group(1)
     try:
-        data = json.loads(text)
+        data = json.loads(unfence(content.strip()))
     except ValueError:
         data = None
     chosen = data.get("command") if isinstance(data, dict) else None

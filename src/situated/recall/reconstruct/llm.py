@@ -296,7 +296,7 @@ class LLMReconstructor(Reconstructor):
     def _answer(self, payload: dict[str, Any]) -> _Answer:
         content = message_content(payload, self.url)
         try:
-            data = json.loads(_unfence(content), parse_constant=_no_constant)
+            data = json.loads(unfence(content), parse_constant=_no_constant)
         except ValueError as exc:
             raise ModelError(
                 f"{self.model_ref} answered with malformed JSON: {content[:200]!r}"
@@ -389,7 +389,7 @@ def message_content(payload: dict[str, Any], url: str) -> str:
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.S)
 
 
-def _unfence(content: str) -> str:
+def unfence(content: str) -> str:
     """Strip one Markdown code fence around the whole answer (some servers add it)."""
     m = _FENCE.match(content)
     return m.group(1) if m else content
