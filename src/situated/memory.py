@@ -279,30 +279,14 @@ class Memory:
             args.has_methods(g, f"gates[{n}]", "check")
             for n, g in enumerate(args.items(gates, "gates"))
         )
-        if embedder is FROM_SETTINGS:
-            assert settings is not None
-            embedder = settings.embedder or DEFAULT_EMBEDDER
-        if isinstance(embedder, str):
-            name = args.label(embedder, "embedder")
-            self.embedder = _plugin(
-                get_embedder, name, "embedder", given_embedder_options,
-                settings.embedder_options(name) if settings else {},
-            )
-        else:
-            self.embedder = args.instance(embedder, "embedder", Embedder, "an Embedder or a name")
-        if reconstructor is FROM_SETTINGS:
-            assert settings is not None
-            reconstructor = settings.reconstructor or DEFAULT_RECONSTRUCTOR
-        if isinstance(reconstructor, str):
-            name = args.label(reconstructor, "reconstructor")
-            self.reconstructor = _plugin(
-                get_reconstructor, name, "reconstructor", given_reconstructor_options,
-                settings.reconstructor_options(name) if settings else {},
-            )
-        else:
-            self.reconstructor = args.instance(
-                reconstructor, "reconstructor", Reconstructor, "a Reconstructor or a name"
-            )
+        self.embedder = _component(
+            embedder, "embedder", DEFAULT_EMBEDDER, get_embedder, given_embedder_options,
+            settings, Embedder, "an Embedder or a name",
+        )
+        self.reconstructor = _component(
+            reconstructor, "reconstructor", DEFAULT_RECONSTRUCTOR, get_reconstructor,
+            given_reconstructor_options, settings, Reconstructor, "a Reconstructor or a name",
+        )
         self.store = Store(file, resident_mb=resident_mb)
         try:
             self.reconstructor.bind(self.store)
@@ -1320,6 +1304,23 @@ def _options(value: Any, field: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise InvalidInput(field, "must be a mapping of option names")
     return value
+
+
+def _component(
+    value: Any, kind: str, default: str, factory: Callable[..., T], given: Mapping[str, Any],
+    settings: Any, base: type, what: str,
+) -> T:
+    """The embedder or reconstructor `value` names or is; `FROM_SETTINGS`: the configured
+    one, else `default`."""
+    if value is FROM_SETTINGS:
+        assert settings is not None
+        value = getattr(settings, kind) or default
+    if isinstance(value, str):
+        name = args.label(value, kind)
+        configured = getattr(settings, f"{kind}_options")(name) if settings else {}
+        return _plugin(factory, name, kind, given, configured)
+    component: T = args.instance(value, kind, base, what)
+    return component
 
 
 def _plugin(
