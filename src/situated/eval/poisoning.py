@@ -128,10 +128,10 @@ def _gates_of_held(mem: Any, records: Iterable[Any]) -> dict[str, list[str]]:
     from situated.store.ledger import EventType
 
     out: dict[str, list[str]] = {}
+    admin = WRITER.model_copy(update={"roles": frozenset({"reviewer", "admin"})})
     for rec in records:
         if rec.state not in (LifecycleState.PROPOSED, LifecycleState.REJECTED):
             continue
-        admin = WRITER.model_copy(update={"roles": frozenset({"reviewer", "admin"})})
         for event in mem.history(rec.id, principal=admin):
             if event.event is EventType.PROPOSED:
                 out[rec.id] = [g["gate"] for g in event.data.get("gates", [])
