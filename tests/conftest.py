@@ -69,3 +69,6 @@ def snapshot(mem: Memory) -> dict[str, list[tuple[object, ...]]]:
     ]
     tables.append("recall_log.recalls")  # the recall file, attached
     return {t: sorted(map(tuple, db.execute(f"SELECT * FROM {t}")), key=repr) for t in tables}
+
+
+pytest_plugins = ("pg_server",)  # the PostgreSQL server fixtures (`tests/pg_server.py`)

@@ -27,7 +27,7 @@ from situated.models import MemoryRecord
 from situated.recall.briefing import Briefing
 from situated.service.operations import Pool
 from situated.store.ledger import LedgerEvent
-from situated.store.sqlite import RebuildReport
+from situated.store.values import RebuildReport
 from situated.write.gates import WritePolicy
 
 T = TypeVar("T")

@@ -73,6 +73,7 @@ from situated.recall.dedupe import near_duplicate
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
 from situated.recall.reconstruct.prechecks import never_served
+from situated.store.contract import StoreContract, open_store
 from situated.store.ledger import Credit, EventType, LedgerEvent, replay
 from situated.store.resident import DEFAULT_BUDGET_MB as DEFAULT_RESIDENT_MB
 from situated.store.scope import (
@@ -83,7 +84,7 @@ from situated.store.scope import (
     check_write,
     default_classification,
 )
-from situated.store.sqlite import RebuildReport, Store
+from situated.store.values import RebuildReport
 from situated.write.distill import Distiller, RulesDistiller, Trajectory
 from situated.write.gates import (
     DEFAULT_GATES,
@@ -287,7 +288,7 @@ class Memory:
             reconstructor, "reconstructor", DEFAULT_RECONSTRUCTOR, get_reconstructor,
             given_reconstructor_options, settings, Reconstructor, "a Reconstructor or a name",
         )
-        self.store = Store(file, resident_mb=resident_mb)
+        self.store: StoreContract = open_store(file, resident_mb=resident_mb)
         try:
             self.reconstructor.bind(self.store)
             ref = self.store.embedder_ref()

@@ -16,9 +16,9 @@ success that credits no memory. This module writes such an outcome:
 from __future__ import annotations
 
 from situated.models import Principal
+from situated.store.contract import StoreContract as Store
 from situated.store.ledger import Credit, EventType
 from situated.store.scope import ALL_STATES, Eligibility
-from situated.store.sqlite import Store
 
 INFERRED_DIGEST = "inferred:"
 

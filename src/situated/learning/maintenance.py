@@ -10,9 +10,9 @@ import apsw
 from situated.errors import SituatedError
 from situated.learning.lifecycle import LifecycleRules
 from situated.models import LifecycleState, utcnow
+from situated.store.contract import StoreContract as Store
 from situated.store.ledger import EventType
 from situated.store.scope import SYSTEM
-from situated.store.sqlite import Store
 
 log = logging.getLogger("situated.maintenance")
 

@@ -37,8 +37,9 @@ from situated.recall.reconstruct.rules import RulesReconstructor
 from situated.recall.retrieve import Candidate, retrieve
 from situated.recall.score import score
 from situated.recall.validate import validate
+from situated.store.contract import StoreContract as Store
 from situated.store.scope import Eligibility
-from situated.store.sqlite import Store, StoredRecall
+from situated.store.values import StoredRecall
 
 PIPELINE_VERSION = "1"
 OVERFETCH = 4

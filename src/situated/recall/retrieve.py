@@ -14,9 +14,9 @@ import numpy as np
 from situated.embed.base import Vector
 from situated.models import MemoryRecord
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
+from situated.store.contract import StoreContract as Store
 from situated.store.resident import Rankings
 from situated.store.scope import Eligibility
-from situated.store.sqlite import Store
 
 RRF_K = 60
 """The usual reciprocal-rank-fusion constant (Cormack et al., 2009)."""

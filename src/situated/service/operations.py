@@ -48,9 +48,9 @@ from situated.service.models import (
     _state,
     iso,
 )
+from situated.store.contract import StoreContract, open_store
 from situated.store.keys import ApiKey
 from situated.store.scope import SYSTEM
-from situated.store.sqlite import Store
 
 OPERATOR_ROLE = "operator"
 """The role a key needs for the file-wide operations `health` and `maintain`: they read and
@@ -131,7 +131,7 @@ class Service:
     def __init__(self, pool: Pool, *, inferred_feedback: bool = True) -> None:
         self.pool = pool
         self.sessions = Sessions(enabled=inferred_feedback)
-        self._key_store: Store | None = None
+        self._key_store: StoreContract | None = None
         self._key_lock = threading.Lock()
 
     def close(self) -> None:
@@ -301,8 +301,8 @@ class Service:
         with self._key_lock:
             if self._key_store is None:
                 with self.pool.use() as mem:
-                    path = mem.store.path
-                self._key_store = Store(path, resident_mb=0)
+                    location = mem.store.location
+                self._key_store = open_store(location, resident_mb=0)
             key = self._key_store.keys.resolve(secret)
         return None if key is None else key.principal
 

@@ -128,6 +128,30 @@ class Eligibility:
             params.append(self.known_at)
         return " AND ".join(clauses), params
 
+    def where_pg(self, alias: str = "") -> tuple[str, list[object]]:
+        """`where` rendered for PostgreSQL (`%s` parameters, arrays): the same gates. The role
+        gate compares the memory's required roles (`role_set`, a `text[]`) with the principal's
+        in the query, `role_set <@ held`, which is what `held_keys` computes in Python; every
+        statement keeps one shape, whatever the number of roles, namespaces or states, so the
+        server prepares it once."""
+        p = f"{alias}." if alias else ""
+        clauses = [f"{p}tenant = %s", f"{p}classification <= %s", f"{p}role_set <@ %s::text[]",
+                   f"{p}state = ANY(%s::text[])"]
+        params: list[object] = [
+            self.principal.tenant, int(self.principal.clearance), sorted(self.principal.roles),
+            [s.value for s in self.states],
+        ]
+        if self.namespaces is not None:
+            clauses.append(f"{p}namespace = ANY(%s::text[])")
+            params.append(list(self.namespaces))
+        if self.as_of is not None:
+            clauses.append(f"{p}valid_from <= %s AND {p}valid_until > %s")
+            params.extend([self.as_of, self.as_of])
+        if self.known_at is not None:
+            clauses.append(f"{p}recorded_at <= %s")
+            params.append(self.known_at)
+        return " AND ".join(clauses), params
+
 
 @dataclass(frozen=True)
 class System:
@@ -157,6 +181,14 @@ def recall_where(
         f"{p}tenant = ? AND {p}clearance <= ? AND {p}role_key IN ({marks(role_keys)})"
     )
     return clause, [principal.tenant, int(principal.clearance), *role_keys]
+
+
+def recall_where_pg(principal: Principal, alias: str = "") -> tuple[str, list[object]]:
+    """`recall_where` rendered for PostgreSQL: the recalling principal's roles (`role_set`)
+    all held by the reader, its clearance at most the reader's."""
+    p = f"{alias}." if alias else ""
+    clause = f"{p}tenant = %s AND {p}clearance <= %s AND {p}role_set <@ %s::text[]"
+    return clause, [principal.tenant, int(principal.clearance), sorted(principal.roles)]
 
 
 def check_write(principal: Principal, scope: Scope) -> None:

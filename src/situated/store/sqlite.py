@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -73,6 +73,7 @@ from situated.store.scope import (
     principal_key,
     recall_where,
 )
+from situated.store.values import RebuildReport, StoredRecall
 from situated.store.vectors import SqliteVecIndex, VectorMeta, load_extension
 
 BUSY_TIMEOUT_MS = 10_000
@@ -84,29 +85,6 @@ _COLUMNS = (
     "successes failures exposures policy_version supersedes superseded_by fingerprint proposed_by"
 ).split()
 _SELECT = ", ".join(f"m.{c}" for c in _COLUMNS)
-
-
-@dataclass(frozen=True)
-class StoredRecall:
-    """A recall record as persisted."""
-
-    id: str
-    tenant: str
-    at: float
-    namespace: str | None
-    state_hash: str
-    mode: str
-    served: tuple[str, ...]
-    payload: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class RebuildReport:
-    """The result of replaying the ledger against stored state."""
-
-    checked: int
-    mismatched: tuple[str, ...]
-    repaired: bool
 
 
 class Store:
@@ -160,6 +138,11 @@ class Store:
         finally:
             if log is not None:
                 log.close()
+
+    @property
+    def location(self) -> str:
+        """What `store.contract.open_store` reopens this store from: its file."""
+        return self.path
 
     def _move_legacy_recalls(self) -> None:
         """Recall records written into the main file before `m008` move to the recall file

@@ -1,0 +1,195 @@
+"""Named, ordered migrations of the PostgreSQL store (like `store.migrations` for SQLite).
+
+Each runs once, in one transaction, under an advisory lock (two processes opening a new
+database at once migrate it once), and is recorded in `_migrations`.
+
+Layout, so the schema can be distributed by tenant unchanged (Citus: `tenant` is the
+distribution column of every table below but `meta`, `names` and `_migrations`, which are small
+store-wide reference tables):
+
+- every per-tenant table carries `tenant`, and every primary key and unique constraint starts
+  with it; row ids (`rid`, `seq`) are identity columns, unique in the store;
+- `memories` holds the record, its two vectors (`content_vec`, `state_vec`, pgvector, added
+  with their HNSW indexes when the store binds its embedder: the dimension is the model's) and
+  its lexical row: `lex` (a `tsvector` of the memory's tokens, GIN-indexed), `lex_tf` (each
+  token's count) and `lex_len` (tokens), so BM25 is scored with the tenant's own statistics
+  (`lexicon_stats`), as `store.lexical` does for SQLite;
+- roles are kept twice: `roles` (JSON text, as the record reads it back) and `role_set`
+  (`text[]`, what the scope gate compares: `role_set <@ held roles`);
+- the ledger is append-only (a trigger refuses UPDATE and DELETE).
+"""
+
+from __future__ import annotations
+
+MIGRATION_LOCK = 0x5175_7473_0001
+"""The advisory lock key migrations run under."""
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("m001_create_tables", """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE memories (
+    tenant TEXT NOT NULL,
+    rid BIGINT GENERATED ALWAYS AS IDENTITY,
+    id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    content TEXT NOT NULL,
+    state_text TEXT,
+    state_facts TEXT,
+    state_unknown INTEGER NOT NULL DEFAULT 0,
+    action TEXT,
+    success INTEGER,
+    reward DOUBLE PRECISION,
+    episode_id TEXT,
+    step BIGINT,
+    evidence TEXT NOT NULL DEFAULT '[]',
+    conditions TEXT NOT NULL DEFAULT '[]',
+    entity TEXT,
+    attribute TEXT,
+    value TEXT,
+    multi_valued INTEGER NOT NULL DEFAULT 0,
+    roles TEXT NOT NULL DEFAULT '[]',
+    role_key TEXT NOT NULL DEFAULT '',
+    role_set TEXT[] NOT NULL DEFAULT '{}',
+    classification INTEGER NOT NULL,
+    consent TEXT,
+    authority INTEGER NOT NULL,
+    valid_from DOUBLE PRECISION NOT NULL,
+    valid_until DOUBLE PRECISION NOT NULL,
+    recorded_at DOUBLE PRECISION NOT NULL,
+    state TEXT NOT NULL,
+    uses BIGINT NOT NULL DEFAULT 0,
+    successes BIGINT NOT NULL DEFAULT 0,
+    failures BIGINT NOT NULL DEFAULT 0,
+    exposures BIGINT NOT NULL DEFAULT 0,
+    policy_version TEXT,
+    supersedes TEXT,
+    superseded_by TEXT,
+    fingerprint TEXT NOT NULL,
+    proposed_by TEXT NOT NULL,
+    analysis BYTEA,
+    analysis_version INTEGER NOT NULL DEFAULT 0,
+    lex TSVECTOR,
+    lex_tf JSONB,
+    lex_len INTEGER,
+    PRIMARY KEY (tenant, rid),
+    UNIQUE (tenant, id)
+);
+CREATE INDEX memories_id ON memories (id);
+CREATE INDEX memories_rid ON memories (rid);
+CREATE INDEX memories_scope ON memories (tenant, namespace, state);
+CREATE INDEX memories_fingerprint ON memories (tenant, fingerprint);
+CREATE INDEX memories_key ON memories (tenant, entity, attribute);
+CREATE INDEX memories_consent ON memories (tenant, consent);
+CREATE INDEX memories_analysis_version ON memories (analysis_version) WHERE state <> 'ERASED';
+CREATE INDEX memories_lex ON memories USING gin (lex);
+CREATE TABLE lexicon_stats (
+    tenant TEXT PRIMARY KEY,
+    docs BIGINT NOT NULL,
+    length BIGINT NOT NULL
+);
+CREATE TABLE ledger (
+    tenant TEXT NOT NULL,
+    seq BIGINT GENERATED ALWAYS AS IDENTITY,
+    at DOUBLE PRECISION NOT NULL,
+    event TEXT NOT NULL,
+    memory_id TEXT,
+    recall_id TEXT,
+    actor TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    data TEXT NOT NULL DEFAULT '{}',
+    role_set TEXT[] NOT NULL DEFAULT '{admin}',
+    clearance INTEGER NOT NULL DEFAULT 3,
+    PRIMARY KEY (tenant, seq)
+);
+CREATE INDEX ledger_memory ON ledger (tenant, memory_id, seq);
+CREATE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'the ledger is append-only'; END $$;
+CREATE TRIGGER ledger_no_change BEFORE UPDATE OR DELETE ON ledger
+    FOR EACH ROW EXECUTE FUNCTION ledger_append_only();
+CREATE TABLE recalls (
+    tenant TEXT NOT NULL,
+    seq BIGINT GENERATED ALWAYS AS IDENTITY,
+    id TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    namespace TEXT,
+    state_hash TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    served TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    role_key TEXT NOT NULL,
+    role_set TEXT[] NOT NULL,
+    clearance INTEGER NOT NULL,
+    actor TEXT NOT NULL DEFAULT '',
+    rejected INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, seq),
+    UNIQUE (tenant, id)
+);
+CREATE TABLE feedback (
+    tenant TEXT NOT NULL,
+    recall_id TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL,
+    success INTEGER NOT NULL,
+    used TEXT NOT NULL,
+    reward DOUBLE PRECISION,
+    digest TEXT NOT NULL,
+    inferred INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, recall_id)
+);
+CREATE TABLE memory_utility (
+    tenant TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    uses BIGINT NOT NULL DEFAULT 0,
+    successes BIGINT NOT NULL DEFAULT 0,
+    inferred_uses BIGINT NOT NULL DEFAULT 0,
+    inferred_successes BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, memory_id, namespace)
+);
+CREATE TABLE maintenance_failures (
+    tenant TEXT NOT NULL DEFAULT '',
+    id BIGINT GENERATED ALWAYS AS IDENTITY,
+    at DOUBLE PRECISION NOT NULL,
+    component TEXT NOT NULL,
+    error TEXT NOT NULL,
+    role_set TEXT[] NOT NULL DEFAULT '{}',
+    classification INTEGER NOT NULL DEFAULT 3,
+    PRIMARY KEY (tenant, id)
+);
+CREATE TABLE names (
+    kind TEXT NOT NULL CHECK (kind IN ('tenant', 'namespace', 'role')),
+    scope TEXT NOT NULL,
+    skeleton TEXT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (kind, scope, name)
+);
+CREATE INDEX names_skeleton ON names (kind, scope, skeleton);
+CREATE TABLE api_keys (
+    tenant TEXT NOT NULL,
+    id TEXT NOT NULL,
+    secret_hash TEXT NOT NULL,
+    roles TEXT NOT NULL,
+    clearance INTEGER NOT NULL,
+    actor TEXT NOT NULL,
+    label TEXT NOT NULL DEFAULT '',
+    created_at DOUBLE PRECISION NOT NULL,
+    created_by TEXT NOT NULL,
+    revoked_at DOUBLE PRECISION,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX api_keys_id ON api_keys (id);
+CREATE INDEX api_keys_secret ON api_keys (secret_hash);
+"""),
+]
+
+
+def vector_columns(dim: int) -> str:
+    """The two vector columns of `memories` and their HNSW indexes (cosine), for a model of
+    `dim` dimensions: run once, when the store binds its embedder."""
+    d = int(dim)
+    return f"""
+ALTER TABLE memories ADD COLUMN content_vec vector({d}), ADD COLUMN state_vec vector({d});
+CREATE INDEX memories_content_hnsw ON memories USING hnsw (content_vec vector_cosine_ops);
+CREATE INDEX memories_state_hnsw ON memories USING hnsw (state_vec vector_cosine_ops);
+"""
