@@ -31,6 +31,10 @@ import situated.learning.maintenance
 import situated.memory
 import situated.models
 import situated.recall.pipeline
+import situated.store.pg.base
+import situated.store.pg.keys
+import situated.store.pg.recalls
+import situated.store.pg.writes
 import situated.store.scope
 import situated.store.sqlite
 from situated import (
@@ -142,7 +146,8 @@ class World:
 
 _CLOCKED = (
     situated.models, situated.memory, situated.store.sqlite, situated.store.scope,
-    situated.recall.pipeline, situated.learning.maintenance,
+    situated.recall.pipeline, situated.learning.maintenance, situated.store.pg.writes,
+    situated.store.pg.recalls, situated.store.pg.base, situated.store.pg.keys,
 )
 
 
