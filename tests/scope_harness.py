@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
@@ -335,9 +336,13 @@ class Config:
     """None: the default budget."""
     load_after: int | None = None
     """Searches before a tenant's slice loads (None: the default)."""
+    postgres: bool = False
+    """The PostgreSQL store (`resident_mb` does not apply)."""
 
     @property
     def name(self) -> str:
+        if self.postgres:
+            return "postgres"
         if self.resident_mb == 0:
             return "sqlite"
         return "resident" if self.load_after is None else f"resident@{self.load_after}"
@@ -353,7 +358,7 @@ class Transcript:
 class Runner:
     """Runs operations on one store, checking every output and every change."""
 
-    def __init__(self, path: Path, cfg: Config, tally: Tally, world: World) -> None:
+    def __init__(self, path: Path | str, cfg: Config, tally: Tally, world: World) -> None:
         self.path = path
         self.cfg = cfg
         kw: dict[str, Any] = {} if cfg.resident_mb is None else {"resident_mb": cfg.resident_mb}
@@ -361,7 +366,12 @@ class Runner:
                           **kw)
         if cfg.load_after is not None:
             self.mem.store.resident.load_after = cfg.load_after
-        self.db = self.mem.store.db
+        self.pg = cfg.postgres
+        from scope_pg import pg_snapshot  # it reads this module's Mem and Snap
+
+        self._pg_snapshot = pg_snapshot
+        self.db: Any = psycopg.connect(str(path), autocommit=True) if self.pg else (
+            self.mem.store.db)  # type: ignore[attr-defined]
         self.tally = tally
         self.world = world
         self.owners: dict[str, set[str]] = defaultdict(set)
@@ -375,14 +385,19 @@ class Runner:
         self.transcript: Transcript | None = None
         self.watch: Callable[[Principal], bool] = lambda p: False
         self._snap_key: object = None
-        self._snap = snapshot(self.db)
+        self._snap = self._pg_snapshot(self.db) if self.pg else snapshot(self.db)
 
     def close(self) -> None:
         self.mem.close()
+        if self.pg:
+            self.db.close()
 
     def snap(self) -> Snap:
         """The store now; re-read only when some connection changed it (this connection's
-        change count, or `data_version` for the others: the CLI)."""
+        change count, or `data_version` for the others: the CLI); PostgreSQL: always."""
+        if self.pg:
+            self._snap = self._pg_snapshot(self.db)
+            return self._snap
         log = self.mem.store.recall_log.db  # the recall file: its own writer connection
         key = (self.db.total_changes(), log.total_changes(),
                self.db.execute("PRAGMA main.data_version").fetchone(),

@@ -814,6 +814,10 @@ COMMANDS: list[Command] = [
                                       ("--role", "support"), ("--clearance", "internal"),
                                       ("--name", "support-bot"), ("--label", "fuzzed")]),
     Command("keys list", lambda w: [("keys", None), ("list", None), ("--tenant", "acme")]),
+    # no PostgreSQL server here: the valid call is refused at the target (tests/test_pg_migrate.py
+    # runs it against a real one)
+    Command("migrate", lambda w: [("migrate", None), ("--from", str(w.path)),
+                                  ("--to", "postgresql://fuzz@/none?host=/nonexistent-fuzz")]),
     Command("keys revoke", lambda w: [("keys", None), ("revoke", None),
                                       ("@key_id", _fresh_key(w)), ("--reason", "rotated")]),
 ]

@@ -49,6 +49,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+import situated.store.pg.search
 import situated.store.sqlite
 from scope_harness import (
     CONSENTS,
@@ -1090,7 +1091,9 @@ class Scenario:
 # -- the properties ---------------------------------------------------------------------------
 
 _RUNS = itertools.count()
-CONFIGS = (Config(0), Config(None), Config(None, load_after=1))
+CONFIGS = (Config(0), Config(None), Config(None, load_after=1), Config(None, postgres=True))
+PG: list[Any] = []
+"""The PostgreSQL server (`pg_server`), while the postgres configuration runs."""
 TALLY = Tally()
 SCRIPTS, TWICE = 25, 12
 """Hypothesis examples per store configuration (fixed: `derandomize`, no example database)."""
@@ -1106,7 +1109,9 @@ PROFILE = settings(
 def runner(tmp: Path, cfg: Config, tally: Tally) -> Iterator[Runner]:
     world = World()
     with frozen(world):
-        r = Runner(tmp / f"{cfg.name}-{next(_RUNS)}.db", cfg, tally, world)
+        n = next(_RUNS)
+        loc = PG[0].fresh_dsn(f"scope{n}") if cfg.postgres else tmp / f"{cfg.name}-{n}.db"
+        r = Runner(loc, cfg, tally, world)
         try:
             yield r
         finally:
@@ -1162,16 +1167,19 @@ def masked() -> Iterator[None]:
     """The known open channels closed at their source (`KNOWN_OPEN`): retrieval without its
     lexical ranking, resident similarities computed row by row."""
     saved = situated.store.sqlite.lexical_terms, Slice.similarities
+    pg_terms = situated.store.pg.search.lexical_terms
 
     def similarities(self: Slice, field: str, query: Any) -> Any:
         return np.einsum("ij,j->i", self.matrix(field), query)
 
     situated.store.sqlite.lexical_terms = lambda text: []
+    situated.store.pg.search.lexical_terms = lambda text: []
     Slice.similarities = similarities  # type: ignore[method-assign]
     try:
         yield
     finally:
         situated.store.sqlite.lexical_terms, Slice.similarities = saved  # type: ignore[method-assign]
+        situated.store.pg.search.lexical_terms = pg_terms
 
 
 def outside_only(sc: Script, obs: Principal) -> Callable[[str, Principal, Any], bool]:
@@ -1265,8 +1273,10 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
-def test_scope_suite(cfg: Config, scratch: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_scope_suite(cfg: Config, scratch: Path, capsys: pytest.CaptureFixture[str],
+                     request: pytest.FixtureRequest) -> None:
     tmp_path = scratch
+    PG[:] = [request.getfixturevalue("pg_server")] if cfg.postgres else []
     start, before = len(TALLY.leaks), TALLY.probes
 
     @settings(PROFILE, max_examples=SCRIPTS)

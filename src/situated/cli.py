@@ -56,6 +56,7 @@ from situated.cli_common import (
     record_json,
 )
 from situated.cli_eval import register as _register_eval
+from situated.cli_migrate import register as _register_migrate
 from situated.cli_serve import register as _register_doors
 from situated.defaults import DEFAULT_EMBEDDER
 from situated.errors import InvalidInput
@@ -82,11 +83,11 @@ app = typer.Typer(
 def _root(
     ctx: typer.Context,
     db: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--db", envvar=DB_ENV, metavar="PATH",
-            help=f"The SQLite file (env {DB_ENV}; default: db in situated.toml, else "
-            f"{DEFAULT_DB}).",
+            help=f"The SQLite file, or a postgresql:// connection string (env {DB_ENV}; "
+            f"default: db in situated.toml, else {DEFAULT_DB}).",
         ),
     ] = None,
     embedder: Annotated[
@@ -122,7 +123,7 @@ def _root(
     from situated.config import load_settings
 
     config = load_settings(db=db, embedder=embedder, reconstructor=reconstructor)
-    ctx.obj = Settings(db=config.db or Path(DEFAULT_DB), embedder=config.embedder,
+    ctx.obj = Settings(db=config.db or DEFAULT_DB, embedder=config.embedder,
                        reconstructor=config.reconstructor, config=config)
     defaults = _principal_defaults(config)
     if defaults:  # the configured principal: below options and their env, above built-ins
@@ -775,6 +776,7 @@ def maintain(ctx: typer.Context, plain: Plain = False, as_json: AsJson = False) 
 
 _register_doors(app)  # keys, serve, mcp
 _register_eval(app)  # eval, demo
+_register_migrate(app)  # migrate
 
 
 def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,

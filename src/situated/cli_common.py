@@ -96,7 +96,7 @@ def _fail(message: str, code: int = 1) -> NoReturn:
 class Settings:
     """Global options, shared by every command."""
 
-    db: Path
+    db: str
     embedder: str | None
     reconstructor: str | None = None
     config: Any = None
@@ -171,12 +171,14 @@ def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str)
 def _memory(ctx: typer.Context) -> Iterator[Memory]:
     from situated import arguments as args
     from situated.memory import Memory
+    from situated.store.contract import is_postgres
 
     settings: Settings = ctx.obj
-    path = Path(args.path(settings.db, "db"))
-    if not path.parent.exists():
-        raise InvalidInput("db", f"directory {str(path.parent)!r} does not exist")
-    mem = Memory(path, embedder=settings.embedder or _stored_embedder(path) or DEFAULT_EMBEDDER,
+    location = args.path(settings.db, "db")
+    if not is_postgres(location) and not Path(location).parent.exists():
+        raise InvalidInput("db", f"directory {str(Path(location).parent)!r} does not exist")
+    mem = Memory(location,
+                 embedder=settings.embedder or _stored_embedder(location) or DEFAULT_EMBEDDER,
                  reconstructor=settings.reconstructor or DEFAULT_RECONSTRUCTOR,
                  settings=settings.config)
     try:
@@ -185,14 +187,14 @@ def _memory(ctx: typer.Context) -> Iterator[Memory]:
         mem.close()
 
 
-def _stored_embedder(path: Path) -> str | None:
+def _stored_embedder(location: str) -> str | None:
     """The registered embedder name an existing store was created with, if any."""
     from situated.embed import available_embedders
-    from situated.store.sqlite import Store
+    from situated.store.contract import is_postgres, open_store
 
-    if not path.exists():
+    if not is_postgres(location) and not Path(location).exists():
         return None
-    store = Store(path)
+    store = open_store(location, resident_mb=0)
     try:
         ref = store.embedder_ref()
     finally:

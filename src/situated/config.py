@@ -19,7 +19,6 @@ still reads `OPENAI_BASE_URL` and `OPENAI_API_KEY` when no base URL or key is se
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -46,7 +45,7 @@ class Settings(BaseSettings):
     """What a deployment configures once; every field is optional.
 
     Attributes:
-        db: the SQLite file (`SITUATED_DB`).
+        db: the SQLite file, or a `postgresql://` connection string (`SITUATED_DB`).
         embedder: embedder name (`SITUATED_EMBEDDER`): `minilm-static` (default), `hash`,
             `openai` or a plugin; the CLI defaults to the one a store was created with.
         embedder_base_url, embedder_model, embedder_api_key, embedder_timeout,
@@ -69,7 +68,7 @@ class Settings(BaseSettings):
         validate_default=False,
     )
 
-    db: Path | None = None
+    db: str | None = None
     embedder: str | None = None
     embedder_base_url: str | None = None
     embedder_model: str | None = None

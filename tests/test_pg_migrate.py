@@ -1,0 +1,103 @@
+"""`situated migrate --from agent.db --to postgresql://...`: a SQLite store copied into an
+empty PostgreSQL database reads back the same through every read path; a non-empty target,
+a missing source or a target that is not PostgreSQL is refused with nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from pg_server import PgServer
+from scope_harness import dump
+from situated import Memory, Principal, State
+from situated.cli import app
+from situated.store.scope import SYSTEM
+
+ACME = Principal(tenant="acme", roles={"support", "admin"}, clearance="restricted", name="a")
+SUPPORT = Principal(tenant="acme", roles={"support"}, clearance="internal", name="s")
+GLOBEX = Principal(tenant="globex", roles={"admin"}, clearance="restricted", name="g")
+RUNNER = CliRunner()
+
+
+def _fill(path: Path) -> list[str]:
+    m = Memory(path, embedder="hash")
+    try:
+        ids = []
+        for n, (text, st) in enumerate([("Refunds over 100 need a manager.", "refund request"),
+                                        ("Ship EU orders from Dublin.", "eu shipping"),
+                                        ("Invoices are due in 30 days.", "invoice question")]):
+            ids.append(m.add(text, principal=ACME if n % 2 else SUPPORT, state=State(st),
+                             roles=["support"], consent="c1" if n == 2 else None).id)
+        ids.append(m.add("Globex prefers email.", principal=GLOBEX, kind="preference").id)
+        m.add("Account 7 is gold.", principal=ACME, kind="fact", entity="acct-7",
+              attribute="tier", value="gold")
+        m.add("Account 7 is platinum.", principal=ACME, kind="fact", entity="acct-7",
+              attribute="tier", value="platinum")
+        b = m.recall(State("refund request of 150"), principal=ACME)
+        m.feedback(b.recall_id, principal=ACME, success=True,
+                   used=[i.memory_id for i in b.items][:1])
+        m.revoke_consent("c1", principal=ACME, reason="withdrawn")
+        m.erase(ids[1], principal=ACME, reason="request")
+        m.store.keys.create(SUPPORT, actor="ops", label="bot", scope=SYSTEM)
+        return ids
+    finally:
+        m.close()
+
+
+def _views(location: str, ids: list[str]) -> list[str]:
+    m = Memory(location, embedder="hash")
+    try:
+        out = []
+        for p in (ACME, SUPPORT, GLOBEX):
+            out += [dump(m.list(principal=p, limit=100)), dump(m.ledger(principal=p, limit=100)),
+                    dump(m.stats(principal=p))]
+            out += [dump(m.history(i, principal=p)) for i in ids
+                    if i in {r.id for r in m.list(principal=p, limit=100)}]
+            b = m.recall(State("refund request of 150"), principal=p)
+            out.append(dump(list(b.items)))
+        out.append(dump([(k.id, k.tenant, k.label) for k in m.store.keys.list(SYSTEM)]))
+        health = m.health()
+        assert health.ok, health
+        return out
+    finally:
+        m.close()
+
+
+def test_migrate_copies_and_verifies(tmp_path: Path, pg_server: PgServer) -> None:
+    src = tmp_path / "agent.db"
+    ids = _fill(src)
+    dsn = pg_server.fresh_dsn("migrate")
+    res = RUNNER.invoke(app, ["migrate", "--from", str(src), "--to", dsn, "--json"])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
+    assert report["ok"] and report["mismatched"] == [] and report["memories"] == 6
+    assert report["recalls"] == 1 and report["api_keys"] == 1 and report["feedback"] == 1
+    assert _views(dsn, ids) == _views(str(src), ids)
+
+
+def test_migrate_refuses_a_non_empty_target_and_bad_locations(
+    tmp_path: Path, pg_server: PgServer
+) -> None:
+    src = tmp_path / "agent.db"
+    _fill(src)
+    dsn = pg_server.fresh_dsn("nonempty")
+    m = Memory(dsn, embedder="hash")
+    m.add("Already here.", principal=ACME, kind="note")
+    m.close()
+    name = dsn.split("?")[0].rsplit("/", 1)[1]
+    before = pg_server.psql(name, "SELECT id, content FROM memories")
+    res = RUNNER.invoke(app, ["migrate", "--from", str(src), "--to", dsn])
+    assert res.exit_code == 1
+    assert res.stderr.startswith("error: to: is not an empty store"), res.stderr
+    assert pg_server.psql(name, "SELECT id, content FROM memories") == before
+    missing = tmp_path / "missing.db"
+    res = RUNNER.invoke(app, ["migrate", "--from", str(missing), "--to", dsn])
+    assert res.exit_code == 1 and res.stderr.startswith("error: from: no such file")
+    assert not missing.exists()
+    res = RUNNER.invoke(app, ["migrate", "--from", str(src), "--to", str(tmp_path / "x.db")])
+    assert res.exit_code == 1 and res.stderr.startswith("error: to: must be a postgresql://")
+    res = RUNNER.invoke(app, ["migrate", "--from", str(src), "--to",
+                              "postgresql://nobody@/none?host=/nonexistent-dir"])
+    assert res.exit_code == 1 and res.stderr.startswith("error: to: cannot open")
