@@ -37,7 +37,7 @@ def pg_snapshot(db: psycopg.Connection[Any]) -> Snap:
         "memories": {r[cols.index("id")]: r for r in mem_rows},
         "ledger": {r[0]: r for r in rows(
             "SELECT seq, at, event, tenant, memory_id, recall_id, actor, reason, data, "
-            "role_set, clearance FROM ledger")},
+            "role_set, clearance FROM ledger ORDER BY seq")},
         "recalls": {r[1]: r for r in rows(
             "SELECT seq, id, tenant, at, namespace, state_hash, mode, served, payload, "
             "role_key, role_set, clearance, actor, rejected FROM recalls")},
@@ -63,9 +63,10 @@ def pg_snapshot(db: psycopg.Connection[Any]) -> Snap:
     }
     events = [
         (int(r[0]), str(r[1]), r[2], frozenset(r[3]), int(r[4]), float(r[5]))
-        for r in rows("SELECT seq, tenant, memory_id, role_set, clearance, at FROM ledger")
+        for r in rows(
+            "SELECT seq, tenant, memory_id, role_set, clearance, at FROM ledger ORDER BY seq")
     ] + [
         (int(r[0]), str(r[1]), None, frozenset(r[2]), int(r[3]), float(r[4]))
-        for r in rows("SELECT seq, tenant, role_set, clearance, at FROM recalls")
+        for r in rows("SELECT seq, tenant, role_set, clearance, at FROM recalls ORDER BY seq")
     ]
     return Snap(mems, tables, recall_scope, events, {m.rid: m.id for m in mems.values()})
