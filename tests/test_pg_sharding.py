@@ -93,8 +93,8 @@ def layout(pg_server: PgServer, second_server: PgServer) -> dict[str, str]:
     with psycopg.connect(coord, autocommit=True) as c:
         c.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
         c.execute(f"CREATE SERVER shard1 FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host "
-                  f"'{host}', dbname '{shard_db}', extensions 'vector', use_remote_estimate 'true', "
-                  "fetch_size '50', fdw_tuple_cost '10')")
+                  f"'{host}', dbname '{shard_db}', extensions 'vector', "
+                  "use_remote_estimate 'true', fetch_size '50', fdw_tuple_cost '10')")
         c.execute("CREATE USER MAPPING FOR CURRENT_USER SERVER shard1 OPTIONS (user 'postgres')")
         c.execute("CREATE SCHEMA shard1")
         c.execute("IMPORT FOREIGN SCHEMA public LIMIT TO (memories) FROM SERVER shard1 "
