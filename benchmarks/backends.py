@@ -177,8 +177,8 @@ def run_size(n: int, dim: int, nq: int, pg: Any, tmp: Path) -> dict[str, Any]:
         mem.close()
     exact = Memory(dsn, embedder=Precomputed(dim))
     with exact.store.transaction():  # the index off for this transaction: an exact scan
-        exact.store._all("SET LOCAL enable_indexscan = off")  # type: ignore[attr-defined]
-        exact.store._all("SET LOCAL enable_bitmapscan = off")  # type: ignore[attr-defined]
+        exact.store._run("SET LOCAL enable_indexscan = off")  # type: ignore[attr-defined]
+        exact.store._run("SET LOCAL enable_bitmapscan = off")  # type: ignore[attr-defined]
         samples, truth = dense_all(exact, queries)
     exact.close()
     res["postgres_exact_dense_ms"] = pcts(samples)
