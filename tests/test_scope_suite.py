@@ -1097,7 +1097,7 @@ PG: list[Any] = []
 TALLY = Tally()
 SCRIPTS, TWICE = 25, 12
 """Hypothesis examples per store configuration (fixed: `derandomize`, no example database)."""
-SCRIPTS_PG, TWICE_PG = 10, 0
+SCRIPTS_PG = 10
 """On PostgreSQL (each store a new database; the ground truth reads every table at every probe):
 the first 10 scripts and the scenario. The differential run is off there: after the scripts, in
 one session, one of its examples served a write alone and refused it as a look-alike tenant
@@ -1291,7 +1291,7 @@ def test_scope_suite(cfg: Config, scratch: Path, capsys: pytest.CaptureFixture[s
         run_script(tmp_path, cfg, prog, TALLY)
         assert len(TALLY.leaks) == n, "\n".join(TALLY.leaks[n:n + 10])
 
-    @settings(PROFILE, max_examples=TWICE_PG if cfg.postgres else TWICE)
+    @settings(PROFILE, max_examples=TWICE)
     @given(prog=differential)
     def twice(prog: tuple[str, list[str], list[Any], list[Any]]) -> None:
         n = len(TALLY.leaks)
@@ -1306,7 +1306,7 @@ def test_scope_suite(cfg: Config, scratch: Path, capsys: pytest.CaptureFixture[s
         run_scenario(tmp_path, cfg, TALLY)
         assert not TALLY.leaks[start:], "\n".join(TALLY.leaks[start:start + 20])
         scripts()
-        if not cfg.postgres:  # see TWICE_PG
+        if not cfg.postgres:  # see SCRIPTS_PG
             twice()
     finally:
         with capsys.disabled():
