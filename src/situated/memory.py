@@ -208,8 +208,10 @@ class Memory:
 
     Args:
         path: the SQLite file, a `str` or `os.PathLike` (created if absent). One file holds
-            everything. Every argument is checked before the file is opened. Default: the
-            `db` setting, else `situated.db`.
+            everything. A `postgresql://` connection string opens a PostgreSQL store instead
+            (the `postgres` extra; README, "PostgreSQL + pgvector"). Every argument is
+            checked before the file is opened. Default: the `db` setting, else
+            `situated.db`.
         embedder: an `Embedder` or a registered name (default: the `embedder` setting, else
             the shipped static model; `openai` takes its endpoint from `embedder_options` or
             the `embedder_*` settings).
