@@ -322,7 +322,6 @@ def recall(
     """Compile guidance for the present state: served items and typed rejections."""
     from situated.models import State
     from situated.recall.reconstruct import Policy
-    from situated.service.models import BriefingDoc
 
     people = _for_people(plain, as_json, default=fmt is not Format.json)
     me = _principal(tenant, role, clearance, actor)
@@ -339,6 +338,8 @@ def recall(
             budget_tokens=budget, as_of=_time(as_of), known_at=_time(known_at), policy=policy,
         )
     if not people:
+        from situated.service.models import BriefingDoc
+
         out = BriefingDoc.of(briefing, explain=explain).model_dump(mode="json")
         typer.echo(_json_line(out, sort_keys=True))
         return
