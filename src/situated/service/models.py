@@ -20,6 +20,7 @@ from situated import arguments as args
 from situated.models import MAX_FACTS, OPEN_END, MemoryRecord
 from situated.recall.briefing import Briefing
 from situated.store.ledger import LedgerEvent
+from situated.store.recall_reads import RecallView
 
 MAX_ITEMS = 1000
 """Items of one `add_many` request over a door (a larger import goes in several requests)."""
@@ -346,6 +347,66 @@ class BriefingDoc(_Doc):
             b.to_dict() | {"rendered": b.render(), "explain": b.explain() if explain else None},
             from_attributes=False,
         )
+
+
+class RecallDoc(_Doc):
+    """A recall opened to its record, as the reader may see it: the present state and
+    intent it was made for, the versions that made it, every candidate with its
+    reconstruction and stage decisions, the briefing's items and typed rejections, and the
+    text the agent received (`rendered`; null when it quoted a memory the reader may not
+    read). `hidden`: candidates cut because the reader may not read them (now)."""
+
+    recall_id: str
+    at: datetime
+    actor: str
+    namespace: str | None
+    mode: Literal["GUIDED", "NO_APPLICABLE_MEMORY", "INSUFFICIENT_EVIDENCE"]
+    served: list[str]
+    state: dict[str, Any]
+    intent: str
+    principal: dict[str, Any]
+    versions: dict[str, str]
+    candidates: list[str]
+    reconstructions: dict[str, dict[str, Any]]
+    trace: list[TraceDoc]
+    items: list[ItemDoc]
+    rejected: list[RejectedDoc]
+    missing_facts: list[str]
+    budget_tokens: int
+    tokens_used: int
+    rendered: str | None
+    hidden: int
+
+    @classmethod
+    def of(cls, v: RecallView) -> RecallDoc:
+        p = v.payload
+        b = p.get("briefing") or {}
+        return cls.model_validate({
+            "recall_id": v.id, "at": datetime.fromtimestamp(v.at, tz=UTC), "actor": v.actor,
+            "namespace": v.namespace, "mode": v.mode, "served": list(v.served),
+            "state": p.get("state") or {}, "intent": p.get("intent") or "",
+            "principal": p.get("principal") or {},
+            "versions": {k: str(p[k]) for k in ("pipeline_version", "embedder",
+                                                  "reconstructor", "tokenizer") if k in p},
+            "candidates": p.get("candidates", []),
+            "reconstructions": p.get("reconstructions", {}),
+            "trace": p.get("trace", []), "items": b.get("items", []),
+            "rejected": b.get("rejected", []), "missing_facts": b.get("missing_facts", []),
+            "budget_tokens": b.get("budget_tokens", 0), "tokens_used": b.get("tokens_used", 0),
+            "rendered": v.rendered, "hidden": v.hidden,
+        })
+
+
+class FindQuery(_Request):
+    """Memories to browse: text in the content (case-insensitive), and filters."""
+
+    text: str = ""
+    namespace: str | None = None
+    kinds: list[KindName] | None = Field(default=None, max_length=4)
+    states: list[StateName] | None = Field(default=None, max_length=8)
+    authorities: list[AuthorityName] | None = Field(default=None, max_length=4)
+    limit: int = 50
+    offset: int = 0
 
 
 class FeedbackDoc(_Doc):

@@ -1,0 +1,98 @@
+"""Browser sessions for the dashboard: a signed cookie holding an API key's id and a CSRF token.
+
+A person logs in by pasting an API key; the server resolves it to its principal as the bearer
+path does (`Service.key_for`) and keeps only the key's *id* in the cookie, never its secret.
+Every request asks the key store again (`Service.live_key`), so revoking the key ends the
+session at the next click. The cookie is signed (itsdangerous, HMAC-SHA1 over a timestamped
+payload), `HttpOnly`, `SameSite=Strict`, `Secure` over https, and expires after `MAX_AGE`.
+
+The signing secret is generated once per store and kept beside it in `<db>-dashboard-secret`
+(mode 0600, created atomically, so every worker process of one server and every restart signs
+alike); deleting the file logs every browser out. Every POST carries the session's CSRF token
+in a form field (`csrf`), compared in constant time; a login rotates the token.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+from starlette.requests import Request
+from starlette.responses import Response
+
+COOKIE = "situated_session"
+MAX_AGE = 12 * 3600
+"""Seconds a session lasts after its login (then the key is pasted again)."""
+SECRET_SUFFIX = "-dashboard-secret"
+
+
+@dataclass(frozen=True)
+class Session:
+    """What the cookie holds: the CSRF token, and the logged-in key's id (None: anonymous)."""
+
+    csrf: str
+    key_id: str | None = None
+
+    @classmethod
+    def anonymous(cls) -> Session:
+        return cls(secrets.token_urlsafe(24))
+
+    def valid_csrf(self, token: str | None) -> bool:
+        return isinstance(token, str) and hmac.compare_digest(token.encode(), self.csrf.encode())
+
+
+def secret_path(store_path: str) -> Path:
+    return Path(f"{store_path}{SECRET_SUFFIX}")
+
+
+def load_secret(store_path: str) -> bytes:
+    """The store's signing secret, created on first use (0600; an existing one is kept)."""
+    path = secret_path(store_path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        value = path.read_bytes().strip()
+        if len(value) < 32:
+            raise RuntimeError(f"{path} holds no usable secret: delete it to make a new one"
+                               ) from None
+        return value
+    value = secrets.token_hex(32).encode()
+    with os.fdopen(fd, "wb") as f:
+        f.write(value)
+        f.flush()
+        os.fsync(f.fileno())
+    return value
+
+
+class Cookies:
+    """Reads and writes the signed session cookie."""
+
+    def __init__(self, secret: bytes) -> None:
+        self._signer = URLSafeTimedSerializer(secret, salt="situated-dashboard-session")
+
+    def read(self, request: Request) -> Session | None:
+        raw = request.cookies.get(COOKIE)
+        if not raw or len(raw) > 1000:
+            return None
+        try:
+            data = self._signer.loads(raw, max_age=MAX_AGE)
+        except BadSignature:  # also SignatureExpired
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("c"), str):
+            return None
+        key = data.get("k")
+        return Session(data["c"], key if isinstance(key, str) else None)
+
+    def write(self, request: Request, response: Response, session: Session) -> None:
+        value = self._signer.dumps({"c": session.csrf, "k": session.key_id})
+        response.set_cookie(
+            COOKIE, str(value), max_age=MAX_AGE, path="/", httponly=True, samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+
+    def clear(self, response: Response) -> None:
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
