@@ -5,13 +5,19 @@ and the security headers of every page."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from dashboard_site import GLOBEX_MARK, Site, csrf_of, login, site
+from serving import free_socket
 from situated.service.models import KeyCreate, ListQuery
 
 PAGES = ("/memories", "/recalls", "/review", "/health")
@@ -235,3 +241,43 @@ def test_revoking_the_key_ends_the_session_and_logout(s: Site) -> None:
     assert again.get("/memories").status_code == 200
     out = again.post("/logout", data={"csrf": token})
     assert out.status_code == 303 and again.get("/memories").status_code == 303
+
+
+def test_serve_demo_prints_a_key_that_opens_a_populated_dashboard(tmp_path: Path) -> None:
+    """The README's recipe, as a person runs it: `situated serve --demo`."""
+    with free_socket() as sock:
+        port = sock.getsockname()[1]
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "situated", "--embedder", "hash", "serve", "--demo",
+         "--port", str(port), "--no-mcp"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        while not any("globex key" in line for line in lines):
+            line = proc.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        out = "".join(lines)
+        assert f"http://127.0.0.1:{port}/login" in out and "2 proposals held" in out
+        key = re.search(r"acme key\s+(sit_\S+)", out)
+        assert key, out
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/login", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None, out
+                time.sleep(0.2)
+        client = login(f"http://127.0.0.1:{port}", key.group(1))
+        page = client.get("/memories").text
+        assert len(_ids(page, "memories")) >= 10 and "PROPOSED" in page
+        assert len(_ids(client.get("/review").text, "memories")) == 2
+        assert _ids(client.get("/recalls").text, "recalls")
+        assert str(tmp_path) in out  # the temporary store lives under TMPDIR
+    finally:
+        proc.terminate()
+        proc.wait(20)

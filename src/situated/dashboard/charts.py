@@ -14,7 +14,7 @@ from markupsafe import Markup, escape
 PALETTE = ("#3b6ea5", "#d08c2f", "#4f9a62", "#b5484b", "#7a5ea8", "#6b7a8f", "#c27ba0",
            "#8c9a3c", "#2f8f9d", "#a06a42")
 WIDTH, HEIGHT, PAD_L, PAD_B, PAD_T = 520, 200, 36, 36, 14
-_STEPS = (60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400)
+_STEPS = (1, 10, 60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400)
 
 
 def histogram(values: Sequence[float], bins: int = 10, lo: float = 0.0, hi: float = 1.0,
@@ -31,8 +31,9 @@ def histogram(values: Sequence[float], bins: int = 10, lo: float = 0.0, hi: floa
 
 def buckets(events: Iterable[tuple[float, str]], most: int = 12
             ) -> list[tuple[str, dict[str, int]]]:
-    """(time, series) pairs counted per time bucket: the smallest of minute, 10 minutes, hour,
-    6 hours, day, week or month that gives at most `most` buckets."""
+    """(time, series) pairs counted per time bucket: the smallest of second, 10 seconds,
+    minute, 10 minutes, hour, 6 hours, day, week or month that gives at most `most` buckets
+    (past that, month buckets, as many as it takes)."""
     pairs = sorted(events)
     if not pairs:
         return []
@@ -40,7 +41,7 @@ def buckets(events: Iterable[tuple[float, str]], most: int = 12
     step = next((s for s in _STEPS if (last - first) / s < most), _STEPS[-1])
     start = first - first % step
     n = int((last - start) // step) + 1
-    fmt = "%H:%M" if step < 86400 else "%m-%d"
+    fmt = "%H:%M:%S" if step < 60 else "%H:%M" if step < 86400 else "%m-%d"
     out: list[tuple[str, dict[str, int]]] = [
         (time.strftime(fmt, time.gmtime(start + i * step)), {}) for i in range(n)
     ]
@@ -55,7 +56,7 @@ def stacked(columns: Sequence[tuple[str, Mapping[str, int]]], series: Sequence[s
     """Stacked bars, one per column, one colour per series, with a legend."""
     plot_w, plot_h = WIDTH - PAD_L - 8, HEIGHT - PAD_B - PAD_T
     top = max([sum(c.values()) for _, c in columns] + [1])
-    legend_h = 18 * ((len(series) + 3) // 4) if legend else 0
+    legend_h = 18 * ((len(series) + 2) // 3) if legend else 0
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="chart" '
              f'viewBox="0 0 {WIDTH} {HEIGHT + legend_h}" width="{WIDTH}" '
              f'height="{HEIGHT + legend_h}"><title>{escape(label)}</title>',
@@ -87,7 +88,7 @@ def stacked(columns: Sequence[tuple[str, Mapping[str, int]]], series: Sequence[s
                          f'text-anchor="middle" font-size="10" fill="#555">{escape(name)}</text>')
     if legend:
         for j, s in enumerate(series):
-            lx, ly = PAD_L + (j % 4) * 120, HEIGHT + 18 * (j // 4)
+            lx, ly = PAD_L + (j % 3) * 160, HEIGHT + 18 * (j // 3)
             parts.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" '
                          f'fill="{PALETTE[j % len(PALETTE)]}"/><text x="{lx + 14}" y="{ly}" '
                          f'font-size="10" fill="#333">{escape(s)}</text>')
