@@ -70,7 +70,7 @@ def stacked(columns: Sequence[tuple[str, Mapping[str, int]]], series: Sequence[s
         parts.append(f'<text x="{WIDTH // 2}" y="{HEIGHT // 2}" text-anchor="middle" '
                      'font-size="12" fill="#777">nothing yet</text>')
     slot = plot_w / max(len(columns), 1)
-    every = max(1, len(columns) // 8)
+    every = max(1, -(-len(columns) // 6))  # at most six labels: they never overlap
     for i, (name, counts) in enumerate(columns):
         x = PAD_L + i * slot + slot * 0.15
         y = float(PAD_T + plot_h)
