@@ -155,8 +155,12 @@ def test_memory_and_recall_pages_show_the_decisions(s: Site) -> None:
     bad = client.get("/memories", params={"kind": "poem"})
     assert bad.status_code == 400 and "InvalidInput" in bad.text
     health = client.get("/health").text
-    assert "analysis backlog" in health and health.count("<svg") == 3
-    assert "Utility distribution" in health and "<rect" in health
+    assert "unanalysed" not in health and "Check the file now" in health  # on request
+    assert health.count("<svg") == 3 and "Utility distribution" in health and "<rect" in health
+    checked = client.get("/health", params={"check": "1"}).text
+    assert "unanalysed" in checked and "integrity" in checked and "resident" in checked
+    globex = login(s.served.url, s.globex_key).get("/health", params={"check": "1"}).text
+    assert "needs the 'operator' role" in globex and "integrity" not in globex
 
 
 def _state(s: Site, memory_id: str) -> str:

@@ -98,7 +98,9 @@ def test_a_person_browses_reviews_and_reads_a_recall(s: Site, tmp_path: Path) ->
             page.click("header nav a:has-text('Health')")
             page.wait_for_url("**/health")
             assert page.locator("svg.chart").count() == 3
-            assert "analysis backlog" in page.locator("main").inner_text()
+            page.click("button:has-text('Check the file now')")
+            page.wait_for_url("**/health?check=1")
+            assert "unanalysed" in page.locator("main").inner_text()
             page.screenshot(path=str(shots / "health.png"), full_page=True)
         finally:
             browser.close()

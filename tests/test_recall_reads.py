@@ -46,6 +46,10 @@ def test_recent_recalls_are_scoped_to_tenant_and_dominance(
         mem.recall_record(theirs.recall_id, principal=acme)  # a senior's recall: not acme's
     with pytest.raises(NotFound):
         mem.recall_record(mine.recall_id, principal=globex)
+    assert [d for _, d in mem.recall_outcomes(principal=acme)] == [["APPLICABLE",
+                                                                     "CONDITION_FAILED"]]
+    assert len(mem.recall_outcomes(principal=senior)) == 2
+    assert len(mem.recall_outcomes(principal=globex)) == 1
     view = mem.recall_record(mine.recall_id, principal=acme)
     assert view.served == (fits,) and view.mode == "GUIDED" and view.hidden == 0
     assert view.rendered is not None and fits in view.rendered
@@ -111,8 +115,9 @@ def test_service_find_filters_through_the_callers_listing(
     with pytest.raises(InvalidInput) as e:
         service.find(acme, FindQuery(text="x" * 201))
     assert e.value.field == "text"
-    docs = service.recalls(acme)
-    assert docs == []
+    assert service.recalls(acme) == [] and service.recall_outcomes(acme) == []
+    assert sorted(service.utilities(acme)) == [0.5, 0.5, 0.5] and service.utilities(acme, 1)
+    assert len(service.utilities(globex)) == 1
     made = mem.recall(NOW, principal=acme, namespace="refunds")
     doc = service.recall_record(acme, made.recall_id)
     assert doc.versions["reconstructor"].startswith("rules@") and doc.trace

@@ -1178,6 +1178,15 @@ class Memory:
         args.principal(principal)
         return recall_reads.one(self.store, recall_id, principal)
 
+    def recall_outcomes(
+        self, *, principal: Principal, limit: int = 500
+    ) -> builtins.list[tuple[float, builtins.list[str]]]:
+        """(time, served verdicts and rejection reasons) of the recalls the principal may
+        see, newest first: a recall's briefing without its record (charts)."""
+        args.principal(principal)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
+        return recall_reads.outcomes(self.store, principal, limit)
+
     def recalls_of(
         self, memory_id: str, *, principal: Principal, limit: int = 50
     ) -> builtins.list[RecallView]:

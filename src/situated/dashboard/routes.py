@@ -248,10 +248,10 @@ def mount(app: FastAPI, service: Service) -> Dashboard:
         return d.guarded(request, act, csrf, post=True)
 
     @r.get("/health")
-    def health(request: Request) -> Response:
+    def health(request: Request, check: Annotated[bool, Query()] = False) -> Response:
         def render(who: Principal, s: Session) -> Response:
             return d.page(request, s, "health.html", who=who,
-                          **views.health(service, who))
+                          **views.health(service, who, check))
         return d.guarded(request, render)
 
     app.include_router(r)

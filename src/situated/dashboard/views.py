@@ -12,14 +12,15 @@ from situated.dashboard import charts
 from situated.errors import NotFound, PermissionDenied
 from situated.models import Principal
 from situated.service import Service
-from situated.service.models import FindQuery, ListQuery, MemoryDoc, RecallDoc
+from situated.service.models import FindQuery, MemoryDoc, RecallDoc
 from situated.service.operations import OPERATOR_ROLE
 
 CHAIN_MAX = 20
 """Versions followed either way along a supersession chain."""
-CHART_MEMORIES = 5000
+CHART_MEMORIES = 10_000
 CHART_RECALLS = 500
 CHART_EVENTS = 2000
+"""How far back the charts of the health page read (memories, recalls, ledger events)."""
 LIFECYCLE_EVENTS = ("promoted", "rejected", "superseded", "transitioned", "revoked", "erased")
 
 
@@ -103,29 +104,23 @@ def recall(service: Service, who: Principal, recall_id: str) -> dict[str, Any]:
     return {"doc": doc, "candidates": candidates}
 
 
-def health(service: Service, who: Principal) -> dict[str, Any]:
-    """Counts by state, failures, and (operator keys) the file's health and charts."""
+def health(service: Service, who: Principal, check: bool) -> dict[str, Any]:
+    """Counts by state, failures, charts; with `check` (operator keys) the file's health,
+    which reads the whole file (integrity check, ledger replay, resident index)."""
     stats = service.stats(who)
     file_health = None
-    if OPERATOR_ROLE in who.roles:
+    if check and OPERATOR_ROLE in who.roles:
         file_health = service.health(who)
-    utilities: list[float] = []
-    offset = 0
-    while offset < CHART_MEMORIES:
-        page = service.list(who, ListQuery(limit=500, offset=offset))
-        utilities += [d.utility for d in page]
-        offset += len(page)
-        if len(page) < 500:
-            break
-    recalls = service.recalls(who, CHART_RECALLS, 0)
-    verdicts = [(r.at.timestamp(), i.verdict) for r in recalls for i in r.items]
-    verdicts += [(r.at.timestamp(), x.reason) for r in recalls for x in r.rejected]
+    utilities = service.utilities(who, CHART_MEMORIES)
+    recalls = service.recall_outcomes(who, CHART_RECALLS)
+    verdicts = [(at.timestamp(), d) for at, decisions in recalls for d in decisions]
     series_v = sorted({s for _, s in verdicts})
     events = [e for e in service.ledger(who, CHART_EVENTS, 0) if e.event in LIFECYCLE_EVENTS]
     moves = [(e.at.timestamp(), _move(e.event, e.data)) for e in events]
     series_m = sorted({s for _, s in moves})
     return {
         "stats": stats, "health": file_health, "operator": OPERATOR_ROLE,
+        "may_check": OPERATOR_ROLE in who.roles,
         "utility_chart": charts.histogram(utilities, label="utility of the memories you read"),
         "verdict_chart": charts.stacked(charts.buckets(verdicts), series_v,
                                         "verdicts and rejection reasons per time bucket"),

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 from situated import arguments as args
@@ -270,6 +271,26 @@ class Service:
         with self.pool.use() as mem:
             views = mem.recalls(principal=who, limit=limit, offset=offset)
         return [RecallDoc.of(v) for v in views]
+
+    def recall_outcomes(self, who: Principal, limit: int = 500
+                        ) -> builtins.list[tuple[datetime, builtins.list[str]]]:
+        """(time, served verdicts and rejection reasons) of recent recalls, newest first."""
+        with self.pool.use() as mem:
+            rows = mem.recall_outcomes(principal=who, limit=limit)
+        return [(datetime.fromtimestamp(at, tz=UTC), decisions) for at, decisions in rows]
+
+    def utilities(self, who: Principal, most: int = 10_000) -> builtins.list[float]:
+        """The measured utility of each memory the principal may read (up to `most`)."""
+        args.integer(most, "most", 1, args.MAX_LIMIT)
+        out: builtins.list[float] = []
+        while len(out) < most:
+            with self.pool.use() as mem:
+                page = mem.list(principal=who, limit=min(FIND_PAGE, most - len(out)),
+                                offset=len(out))
+            out += [rec.utility for rec in page]
+            if len(page) < FIND_PAGE:
+                break
+        return out
 
     def recall_record(self, who: Principal, recall_id: str) -> RecallDoc:
         with self.pool.use() as mem:

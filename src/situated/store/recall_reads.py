@@ -85,6 +85,29 @@ def touching(
     return views[:limit]
 
 
+def outcomes(store: Store, reader: Principal, limit: int) -> list[tuple[float, list[str]]]:
+    """(time, the served items' verdicts and the rejections' reasons) of the recalls the
+    reader may see, newest first: the briefing only (no reconstructions, no trace), cut to
+    the memories the reader may read, as `one` cuts it."""
+    where, params = store._recall_where(reader)
+    rows = store._all(
+        "SELECT at, json_extract(payload, '$.briefing.items'), "
+        f"json_extract(payload, '$.briefing.rejected') FROM {RECALLS}.recalls WHERE {where} "
+        "ORDER BY at DESC, seq DESC LIMIT ?",
+        (*params, int(limit)),
+    )
+    decoded = [(float(at), json.loads(items or "[]"), json.loads(rejected or "[]"))
+               for at, items, rejected in rows]
+    mentioned = {e.get("memory_id") for _, i, r in decoded for e in (*i, *r)}
+    visible = store.visible_ids({m for m in mentioned if m},
+                                Eligibility(reader, states=ALL_STATES))
+    return [
+        (at, [str(e.get("verdict")) for e in items if e.get("memory_id") in visible]
+         + [str(e.get("reason")) for e in rejected if e.get("memory_id") in visible])
+        for at, items, rejected in decoded
+    ]
+
+
 def _candidates(payload: dict[str, Any]) -> set[str]:
     briefing = payload.get("briefing") or {}
     return {
