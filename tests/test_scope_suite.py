@@ -7,8 +7,9 @@ scopes, near-duplicates, same-key facts, poisoned text held for review), `recall
 `as_of`, `known_at`), `feedback` (which retires memories as LOW_VALUE and supersedes facts),
 `promote`, `reject`, `pending`, `revoke_consent`, `erase`, `inspect` (`as_of`, `known_at`),
 `history`, `list` (every state, ERASED included), `export`, `ledger`, `stats`, and the CLI
-through its real entry point; the sweep also calls the dashboard's recall reads (`recalls`,
-`recall_record`, `recalls_of`). After every call (`scope_harness.Runner.probe`):
+through its real entry point; the sweep also calls the dashboard's reads (`recalls`,
+`recall_record`, `recalls_of`, `recall_outcomes`, `utilities`). After every call
+(`scope_harness.Runner.probe`):
 
 - every memory id, recall id and distinctive text in what the call returned (results, errors,
   ledger event data, gate reasons, `superseded_by`, briefing render and explain, CLI output)
@@ -751,6 +752,32 @@ class Script:
                                                       offset=offset),
                 write=False, expect=expect)
 
+    def chart_reads(self, who: Principal) -> None:
+        """The health page's chart reads: one utility per memory `who` may list, and the
+        decisions of the recalls it may see (their count and times: no ids to search)."""
+        r = self.r
+
+        def expect_utilities(out: Any, err: BaseException | None, b: Snap, a: Snap
+                             ) -> str | None:
+            if err is not None:
+                return f"unexpected {error_text(err)}"
+            want = len(expected_list(b, who, None, None))
+            return None if len(out) == want else f"{len(out)} utilities, expected {want}"
+
+        def expect_outcomes(out: Any, err: BaseException | None, b: Snap, a: Snap
+                            ) -> str | None:
+            if err is not None:
+                return f"unexpected {error_text(err)}"
+            rows = b.rows["recalls"]
+            want = [rows[rid][3] for rid in self.visible_recalls(b, who)]
+            got = [at for at, _ in out]
+            return None if got == want else f"outcomes at {got}, expected {want}"
+
+        r.probe("utilities", who, lambda: r.mem.utilities(principal=who), write=False,
+                expect=expect_utilities)
+        r.probe("recall_outcomes", who, lambda: r.mem.recall_outcomes(principal=who),
+                write=False, expect=expect_outcomes)
+
     def recall_record(self, who: Principal, rid: str) -> None:
         r = self.r
         snap = r.snap()
@@ -1139,6 +1166,7 @@ class Scenario:
             sc.pending(who)
             sc.recalls(who)
             sc.recalls(who, 2, 1)
+            sc.chart_reads(who)
             for mid in ids:
                 sc.inspect(who, mid)
                 sc.history(who, mid)

@@ -1178,6 +1178,15 @@ class Memory:
         args.principal(principal)
         return recall_reads.one(self.store, recall_id, principal)
 
+    def utilities(
+        self, *, principal: Principal, limit: int = 10_000
+    ) -> builtins.list[float]:
+        """The measured utility of each memory the principal may read (as `list` lists
+        them, oldest first, up to `limit`): the numbers without the records."""
+        args.principal(principal)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
+        return self.store.utilities(Eligibility.for_inspection(principal), limit)
+
     def recall_outcomes(
         self, *, principal: Principal, limit: int = 500
     ) -> builtins.list[tuple[float, builtins.list[str]]]:

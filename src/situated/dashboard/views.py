@@ -12,7 +12,7 @@ from situated.dashboard import charts
 from situated.errors import NotFound, PermissionDenied
 from situated.models import Principal
 from situated.service import Service
-from situated.service.models import FindQuery, MemoryDoc, RecallDoc
+from situated.service.models import FindQuery, MemoryDoc
 from situated.service.operations import OPERATOR_ROLE
 
 CHAIN_MAX = 20
@@ -68,22 +68,12 @@ def chain(service: Service, who: Principal, doc: MemoryDoc) -> dict[str, Any]:
     return {"older": older, "newer": list(reversed(newer)), "cut": cut}
 
 
-def part_in(recall: RecallDoc, memory_id: str) -> dict[str, Any]:
-    """What one recall decided about one memory: served (verdict, scores) or rejected."""
-    item = next((i for i in recall.items if i.memory_id == memory_id), None)
-    rejected = next((r for r in recall.rejected if r.memory_id == memory_id), None)
-    return {
-        "recall": recall, "item": item, "rejected": rejected,
-        "trace": [t for t in recall.trace if t.memory_id == memory_id],
-    }
-
-
 def memory(service: Service, who: Principal, memory_id: str) -> dict[str, Any]:
     doc = service.inspect(who, memory_id)
     return {
         "doc": doc, "chain": chain(service, who, doc),
         "history": service.history(who, memory_id),
-        "recalls": [part_in(r, memory_id) for r in service.recalls_of(who, memory_id, 50)],
+        "recalls": service.recalls_of(who, memory_id, 50),
     }
 
 

@@ -397,6 +397,55 @@ class RecallDoc(_Doc):
         })
 
 
+class RecallSummaryDoc(_Doc):
+    """A recall in a list: who made it, when, for what, and how it came out."""
+
+    recall_id: str
+    at: datetime
+    actor: str
+    namespace: str | None
+    mode: Literal["GUIDED", "NO_APPLICABLE_MEMORY", "INSUFFICIENT_EVIDENCE"]
+    served: int
+    rejected: int
+    state_text: str
+    intent: str
+
+    @classmethod
+    def of(cls, v: RecallView) -> RecallSummaryDoc:
+        p = v.payload
+        b = p.get("briefing") or {}
+        return cls(recall_id=v.id, at=datetime.fromtimestamp(v.at, tz=UTC), actor=v.actor,
+                   namespace=v.namespace, mode=v.mode,  # type: ignore[arg-type]
+                   served=len(b.get("items", [])), rejected=len(b.get("rejected", [])),
+                   state_text=str((p.get("state") or {}).get("text") or ""),
+                   intent=str(p.get("intent") or ""))
+
+
+class RecallPartDoc(_Doc):
+    """What one recall decided about one memory: served as an item (verdict, scores) or
+    rejected (typed reason, stage), with that memory's stage trace."""
+
+    recall_id: str
+    at: datetime
+    actor: str
+    mode: Literal["GUIDED", "NO_APPLICABLE_MEMORY", "INSUFFICIENT_EVIDENCE"]
+    item: ItemDoc | None
+    rejected: RejectedDoc | None
+    trace: list[TraceDoc]
+
+    @classmethod
+    def of(cls, v: RecallView, memory_id: str) -> RecallPartDoc:
+        b = v.payload.get("briefing") or {}
+        return cls.model_validate({
+            "recall_id": v.id, "at": datetime.fromtimestamp(v.at, tz=UTC), "actor": v.actor,
+            "mode": v.mode,
+            "item": next((i for i in b.get("items", []) if i["memory_id"] == memory_id), None),
+            "rejected": next((r for r in b.get("rejected", []) if r["memory_id"] == memory_id),
+                             None),
+            "trace": [t for t in v.payload.get("trace", []) if t["memory_id"] == memory_id],
+        })
+
+
 class FindQuery(_Request):
     """Memories to browse: text in the content (case-insensitive), and filters."""
 

@@ -44,7 +44,9 @@ from situated.service.models import (
     NewKeyDoc,
     PendingDoc,
     RecallDoc,
+    RecallPartDoc,
     RecallRequest,
+    RecallSummaryDoc,
     RevokedDoc,
     RevokeRequest,
     _state,
@@ -266,11 +268,11 @@ class Service:
         return found[q.offset:q.offset + q.limit]
 
     def recalls(self, who: Principal, limit: int = 50, offset: int = 0
-                ) -> builtins.list[RecallDoc]:
-        """Recent recalls the principal may see, newest first."""
+                ) -> builtins.list[RecallSummaryDoc]:
+        """Recent recalls the principal may see, newest first (open one: `recall_record`)."""
         with self.pool.use() as mem:
             views = mem.recalls(principal=who, limit=limit, offset=offset)
-        return [RecallDoc.of(v) for v in views]
+        return [RecallSummaryDoc.of(v) for v in views]
 
     def recall_outcomes(self, who: Principal, limit: int = 500
                         ) -> builtins.list[tuple[datetime, builtins.list[str]]]:
@@ -281,27 +283,20 @@ class Service:
 
     def utilities(self, who: Principal, most: int = 10_000) -> builtins.list[float]:
         """The measured utility of each memory the principal may read (up to `most`)."""
-        args.integer(most, "most", 1, args.MAX_LIMIT)
-        out: builtins.list[float] = []
-        while len(out) < most:
-            with self.pool.use() as mem:
-                page = mem.list(principal=who, limit=min(FIND_PAGE, most - len(out)),
-                                offset=len(out))
-            out += [rec.utility for rec in page]
-            if len(page) < FIND_PAGE:
-                break
-        return out
+        with self.pool.use() as mem:
+            return mem.utilities(principal=who, limit=most)
 
     def recall_record(self, who: Principal, recall_id: str) -> RecallDoc:
         with self.pool.use() as mem:
             return RecallDoc.of(mem.recall_record(recall_id, principal=who))
 
     def recalls_of(self, who: Principal, memory_id: str, limit: int = 50
-                   ) -> builtins.list[RecallDoc]:
-        """Recalls in which this memory was a candidate (served or rejected), newest first."""
+                   ) -> builtins.list[RecallPartDoc]:
+        """Recalls in which this memory was a candidate, newest first, each with what it
+        decided about the memory: served (verdict, scores) or rejected (reason, stage)."""
         with self.pool.use() as mem:
             views = mem.recalls_of(memory_id, principal=who, limit=limit)
-        return [RecallDoc.of(v) for v in views]
+        return [RecallPartDoc.of(v, memory_id) for v in views]
 
     # -- review -----------------------------------------------------------------------------
 
