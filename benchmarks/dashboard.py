@@ -92,7 +92,7 @@ def main() -> None:
             rid = re.search(r'href="/recalls/(rc_\w+)"', c.get("/recalls").text)
             assert mid and rid
             pages = ["/memories", "/memories?q=prorated&kind=lesson", f"/memories/{mid[1]}",
-                     "/recalls", f"/recalls/{rid[1]}", "/review", "/health"]
+                     "/recalls", f"/recalls/{rid[1]}", "/review", "/health", "/health?check=1"]
             print(f"{'page':<40} {'p50 ms':>8} {'max ms':>8} {'kB':>6}")
             for page in pages:
                 times, size = [], 0
