@@ -15,9 +15,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from dashboard_site import GLOBEX_MARK, Site, csrf_of, login, site
 from serving import free_socket
+from situated.dashboard.session import COOKIE, MAX_AGE, secret_path
 from situated.service.models import KeyCreate, ListQuery
 
 PAGES = ("/memories", "/recalls", "/review", "/health")
@@ -285,3 +287,35 @@ def test_serve_demo_prints_a_key_that_opens_a_populated_dashboard(tmp_path: Path
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_a_session_expires_and_its_cookie_cannot_be_forged(s: Site) -> None:
+    client = login(s.served.url, s.reviewer_key)
+    page = client.get("/memories")
+    assert page.status_code == 200 and "set-cookie" not in page.headers  # never re-signed
+    value = client.cookies[COOKIE]
+    secret = secret_path(str(s.served.path)).read_bytes().strip()
+    data = URLSafeTimedSerializer(secret, salt="situated-dashboard-session").loads(value)
+    assert set(data) == {"c", "k"} and data["k"].startswith("key_")  # an id, not the secret
+    support_id = s.served.service.key_for(s.support_key)
+    assert support_id is not None
+
+    class Old(TimestampSigner):
+        def get_timestamp(self) -> int:
+            return int(time.time()) - MAX_AGE - 60
+
+    def browser(cookie: str) -> httpx.Client:
+        c = httpx.Client(base_url=s.served.url)
+        c.cookies.set(COOKIE, cookie)
+        return c
+
+    old = URLSafeTimedSerializer(secret, salt="situated-dashboard-session", signer=Old)
+    assert browser(str(old.dumps(data))).get("/memories").status_code == 303  # expired
+    forged = URLSafeTimedSerializer(b"x" * 64, salt="situated-dashboard-session")
+    assert browser(str(forged.dumps(data))).get("/memories").status_code == 303
+    tampered = value.replace(value.split(".")[0], URLSafeTimedSerializer(
+        secret, salt="situated-dashboard-session").dumps(
+        {"c": data["c"], "k": support_id.id}).split(".")[0])
+    assert browser(tampered).get("/memories").status_code == 303  # signature no longer fits
+    assert browser(value).get("/memories").status_code == 200  # the genuine one still works
+    assert oct(secret_path(str(s.served.path)).stat().st_mode & 0o777) == "0o600"

@@ -96,7 +96,8 @@ class Dashboard:
             who=who, csrf=session.csrf, path=request.url.path, **context
         )
         response = HTMLResponse(body, status_code=status, headers=HEADERS)
-        self.cookies.write(request, response, session)
+        if session.fresh:
+            self.cookies.write(request, response, session)
         return response
 
     def session(self, request: Request) -> Session:
@@ -168,7 +169,7 @@ def mount(app: FastAPI, service: Service) -> Dashboard:
             return d.page(request, session, "login.html", 401,
                           error="unknown or revoked API key")
         response = RedirectResponse("/memories", 303, headers=HEADERS)
-        d.cookies.write(request, response, Session(Session.anonymous().csrf, found.id))
+        d.cookies.write(request, response, Session.logged_in(found.id))
         return response
 
     @r.post("/logout")

@@ -36,10 +36,20 @@ class Session:
 
     csrf: str
     key_id: str | None = None
+    fresh: bool = False
+    """Not yet in the browser's cookie (a new anonymous session, or a login): the response
+    sets it. An existing cookie is never re-signed, so a session ends `MAX_AGE` after it
+    began however busy it is."""
 
     @classmethod
     def anonymous(cls) -> Session:
-        return cls(secrets.token_urlsafe(24))
+        return cls(secrets.token_urlsafe(24), fresh=True)
+
+    @classmethod
+    def logged_in(cls, key_id: str) -> Session:
+        """A new session for a key (a new CSRF token: nothing from before the login carries
+        over)."""
+        return cls(secrets.token_urlsafe(24), key_id, fresh=True)
 
     def valid_csrf(self, token: str | None) -> bool:
         return isinstance(token, str) and hmac.compare_digest(token.encode(), self.csrf.encode())
