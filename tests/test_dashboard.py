@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,8 @@ from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from dashboard_site import GLOBEX_MARK, Site, csrf_of, login, site
 from serving import free_socket
-from situated.dashboard.session import COOKIE, MAX_AGE, secret_path
+from situated.dashboard.session import COOKIE, MAX_AGE, load_secret, secret_path
+from situated.errors import SituatedRuntimeError
 from situated.service.models import KeyCreate, ListQuery
 
 PAGES = ("/memories", "/recalls", "/review", "/health")
@@ -319,3 +321,19 @@ def test_a_session_expires_and_its_cookie_cannot_be_forged(s: Site) -> None:
     assert browser(tampered).get("/memories").status_code == 303  # signature no longer fits
     assert browser(value).get("/memories").status_code == 200  # the genuine one still works
     assert oct(secret_path(str(s.served.path)).stat().st_mode & 0o777) == "0o600"
+
+
+def test_the_signing_secret_is_made_once_whole_and_shared(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.db")
+    got: list[bytes] = []
+    threads = [threading.Thread(target=lambda: got.append(load_secret(store)))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8 and len(set(got)) == 1 and len(got[0]) == 64
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db-dashboard-secret"]
+    secret_path(store).write_bytes(b"short")
+    with pytest.raises(SituatedRuntimeError, match="no usable secret"):
+        load_secret(store)

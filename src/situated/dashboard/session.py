@@ -7,13 +7,14 @@ session at the next click. The cookie is signed (itsdangerous, HMAC-SHA1 over a 
 payload), `HttpOnly`, `SameSite=Strict`, `Secure` over https, and expires after `MAX_AGE`.
 
 The signing secret is generated once per store and kept beside it in `<db>-dashboard-secret`
-(mode 0600, created atomically, so every worker process of one server and every restart signs
+(mode 0600, linked into place whole, so every worker process of one server and every restart signs
 alike); deleting the file logs every browser out. Every POST carries the session's CSRF token
 in a form field (`csrf`), compared in constant time; a login rotates the token.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import os
 import secrets
@@ -23,6 +24,8 @@ from pathlib import Path
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.requests import Request
 from starlette.responses import Response
+
+from situated.errors import SituatedRuntimeError
 
 COOKIE = "situated_session"
 MAX_AGE = 12 * 3600
@@ -60,21 +63,27 @@ def secret_path(store_path: str) -> Path:
 
 
 def load_secret(store_path: str) -> bytes:
-    """The store's signing secret, created on first use (0600; an existing one is kept)."""
+    """The store's signing secret, created on first use (0600; an existing one is kept).
+
+    Written to a private temporary file and hard-linked into place, so a process that finds
+    the file (another worker starting at the same moment) always reads a whole secret."""
     path = secret_path(store_path)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        value = path.read_bytes().strip()
-        if len(value) < 32:
-            raise RuntimeError(f"{path} holds no usable secret: delete it to make a new one"
-                               ) from None
-        return value
-    value = secrets.token_hex(32).encode()
-    with os.fdopen(fd, "wb") as f:
-        f.write(value)
-        f.flush()
-        os.fsync(f.fileno())
+    if not path.exists():
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_hex(32).encode())
+                f.flush()
+                os.fsync(f.fileno())
+            with contextlib.suppress(FileExistsError):  # another process was first: use its
+                os.link(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    value = path.read_bytes().strip()
+    if len(value) < 32:
+        raise SituatedRuntimeError(f"{path} holds no usable secret: delete it to make a new "
+                                   "one (every browser session ends)")
     return value
 
 
