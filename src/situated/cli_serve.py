@@ -4,25 +4,24 @@ serve`) and the MCP server over stdio (`situated mcp`). Registered on `situated.
 from typing import Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from situated.cli_common import (
     Actor,
+    AsJson,
     Clearance,
     Plain,
     Roles,
     Settings,
     _console,
     _emit,
+    _for_people,
     _Group,
+    _kv_table,
     _memory,
     _principal,
     _split,
 )
 from situated.errors import InvalidInput
-from situated.service import Pool, Service
-from situated.service.models import KeyCreate
 
 keys_app = typer.Typer(
     cls=_Group, help="API keys for `situated serve` and MCP over HTTP: each bound to one "
@@ -46,13 +45,19 @@ def keys_create(
     ] = None,
     label: Annotated[str, typer.Option("--label", help="A note for whom it is.")] = "",
     actor: Actor = "cli",
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Create a key bound to one principal; prints its secret once (only a hash is kept)."""
+    from situated.service import Pool, Service
+    from situated.service.models import KeyCreate
+
     with _memory(ctx) as mem:
         doc = Service(Pool.of(mem)).create_key(
             KeyCreate(tenant=tenant, roles=_split(role), clearance=clearance, actor=name,
                       label=label), actor=actor)
-    _emit(doc.model_dump(mode="json"))
+    _print_key(f"key {doc.id} (its secret is shown only now)", doc.model_dump(mode="json"),
+               _for_people(plain, as_json))
 
 
 @keys_app.command("list")
@@ -60,11 +65,17 @@ def keys_list(
     ctx: typer.Context,
     tenant: Annotated[str | None, typer.Option("--tenant", metavar="NAME")] = None,
     plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Every key (of one tenant), revoked ones included; never a secret."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from situated.service import Pool, Service
+
     with _memory(ctx) as mem:
         docs = Service(Pool.of(mem)).list_keys(tenant)
-    if plain:
+    if _for_people(plain, as_json):
         table = Table(title="api keys", title_justify="left")
         for col in ("id", "tenant", "roles", "clearance", "actor", "created", "revoked"):
             table.add_column(col, no_wrap=True)
@@ -84,11 +95,22 @@ def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The key id (key_...).")],
     reason: Annotated[str, typer.Option(help="Why (recorded in the ledger).")] = "",
     actor: Actor = "cli",
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Refuse a key from the next request on."""
+    from situated.service import Pool, Service
+
     with _memory(ctx) as mem:
         doc = Service(Pool.of(mem)).revoke_key(key_id, actor=actor, reason=reason)
-    _emit(doc.model_dump(mode="json"))
+    _print_key(f"revoked {key_id}", doc.model_dump(mode="json"), _for_people(plain, as_json))
+
+
+def _print_key(title: str, doc: dict[str, object], people: bool) -> None:
+    if people:
+        _console().print(_kv_table(title, doc.items()))
+    else:
+        _emit(doc)
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -175,6 +197,7 @@ def mcp_stdio(
 ) -> None:
     """Run the MCP server over stdio as the principal the options (or --key) name."""
     from situated.mcp_server import build_server, fixed_principal
+    from situated.service import Pool, Service
 
     with _memory(ctx) as mem:
         service = Service(Pool.of(mem), inferred_feedback=not no_inferred)

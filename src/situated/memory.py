@@ -751,14 +751,16 @@ class Memory:
         elig = Eligibility(
             reviewer, (namespace,) if namespace else None, (LifecycleState.PROPOSED,)
         )
-        out = []
-        for rec in self.store.page(elig, limit, 0):
-            events = self.store.history(rec.id, elig)
-            gates: builtins.list[dict[str, Any]] = next(
-                (e.data.get("gates", []) for e in events if e.event is EventType.PROPOSED), []
-            )
-            out.append((rec, gates))
-        return out
+        return [(rec, _gates_of(self.store.history(rec.id, elig)))
+                for rec in self.store.page(elig, limit, 0)]
+
+    def gate_results(
+        self, memory_id: str, *, principal: Principal
+    ) -> builtins.list[dict[str, Any]]:
+        """The write gates' results for a memory's proposal (its `proposed` event), for a
+        principal who may read its history; `[]` for a memory proposed before gates were
+        recorded."""
+        return _gates_of(self.history(memory_id, principal=principal))
 
     def learn(
         self,
@@ -1413,3 +1415,10 @@ def _write_policies(value: Any) -> dict[str, WritePolicy]:
             _check_namespace(args.text(ns, "write_policies", args.MAX_LABEL_CHARS))
         args.instance(policy, f"write_policies[{ns!r:.40}]", WritePolicy, "a WritePolicy")
     return dict(value)
+
+
+def _gates_of(events: Sequence[LedgerEvent]) -> builtins.list[dict[str, Any]]:
+    gates: builtins.list[dict[str, Any]] = next(
+        (e.data.get("gates", []) for e in events if e.event is EventType.PROPOSED), []
+    )
+    return gates

@@ -32,6 +32,7 @@ from situated.service.models import (
     EventDoc,
     FeedbackDoc,
     FeedbackRequest,
+    GatedDoc,
     HealthDoc,
     LearnRequest,
     ListQuery,
@@ -103,17 +104,17 @@ def create_app(
 
     Who = Annotated[Principal, Depends(principal)]
 
-    @app.post("/v1/memories", tags=["write"], summary="Propose a memory", response_model=MemoryDoc)
+    @app.post("/v1/memories", tags=["write"], summary="Propose a memory", response_model=GatedDoc)
     def add(who: Who, req: AddRequest, session: Session = None) -> Response:
         return _send(service.add(who, req, session))
 
     @app.post("/v1/memories/batch", tags=["write"], summary="Propose many memories",
-        response_model=list[MemoryDoc])
+        response_model=list[GatedDoc])
     def add_many(who: Who, req: AddManyRequest) -> Response:
         return _send(service.add_many(who, req))
 
     @app.post("/v1/learn", tags=["write"], summary="Distil a trajectory into lessons",
-        response_model=list[MemoryDoc])
+        response_model=list[GatedDoc])
     def learn(who: Who, req: LearnRequest) -> Response:
         return _send(service.learn(who, req))
 

@@ -12,7 +12,7 @@ validity is `null`, enums are their names in lower case as the CLI has always sh
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -261,10 +261,19 @@ class GateDoc(_Doc):
     reasons: list[str] = Field(default_factory=list)
 
 
-class PendingDoc(MemoryDoc):
-    """A proposal waiting for review, with the results of the gates it passed through."""
+class GatedDoc(MemoryDoc):
+    """A memory with the results of the write gates its proposal passed through (what `add`,
+    `add_many` and `learn` return: a held or rejected proposal says which gate and why)."""
 
     gates: list[GateDoc]
+
+    @classmethod
+    def of_gates(cls, rec: MemoryRecord, gates: list[dict[str, Any]]) -> Self:
+        return cls.model_validate(MemoryDoc.of(rec).model_dump() | {"gates": gates})
+
+
+class PendingDoc(GatedDoc):
+    """A proposal waiting for review, with the results of the gates it passed through."""
 
 
 class EventDoc(_Doc):

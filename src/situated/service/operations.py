@@ -22,7 +22,7 @@ from typing import Any
 from situated import arguments as args
 from situated.errors import InvalidInput, NotFound, PermissionDenied
 from situated.memory import Memory
-from situated.models import Principal, State, validate_input
+from situated.models import MemoryRecord, Principal, State, validate_input
 from situated.recall.reconstruct import Policy
 from situated.service.inferred import Sessions
 from situated.service.models import (
@@ -34,6 +34,7 @@ from situated.service.models import (
     FeedbackDoc,
     FeedbackRequest,
     FindQuery,
+    GatedDoc,
     HealthDoc,
     KeyCreate,
     KeyDoc,
@@ -150,20 +151,20 @@ class Service:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def add(self, who: Principal, req: AddRequest, session: str | None = None) -> MemoryDoc:
+    def add(self, who: Principal, req: AddRequest, session: str | None = None) -> GatedDoc:
         with self.pool.use() as mem:
             rec = mem.add(principal=who, **req.arguments())
             self.sessions.after_add(mem, who, session, rec)
-        return MemoryDoc.of(rec)
+            return _gated(mem, who, rec)
 
-    def add_many(self, who: Principal, req: AddManyRequest) -> list[MemoryDoc]:
+    def add_many(self, who: Principal, req: AddManyRequest) -> list[GatedDoc]:
         with self.pool.use() as mem:
             records = mem.add_many([i.arguments() for i in req.items], principal=who)
-        return [MemoryDoc.of(r) for r in records]
+            return [_gated(mem, who, r) for r in records]
 
-    def learn(self, who: Principal, req: LearnRequest) -> list[MemoryDoc]:
+    def learn(self, who: Principal, req: LearnRequest) -> list[GatedDoc]:
         with self.pool.use() as mem:
-            return [MemoryDoc.of(r) for r in mem.learn(req.trajectory, principal=who)]
+            return [_gated(mem, who, r) for r in mem.learn(req.trajectory, principal=who)]
 
     # -- recall and feedback ----------------------------------------------------------------
 
@@ -303,8 +304,7 @@ class Service:
     def pending(self, who: Principal, namespace: str | None = None) -> builtins.list[PendingDoc]:
         with self.pool.use() as mem:
             pending = mem.pending(reviewer=who, namespace=namespace)
-        return [PendingDoc.model_validate(MemoryDoc.of(r).model_dump() | {"gates": g})
-                for r, g in pending]
+        return [PendingDoc.of_gates(r, g) for r, g in pending]
 
     def promote(self, who: Principal, memory_id: str, reason: str = "approved") -> MemoryDoc:
         with self.pool.use() as mem:
@@ -397,6 +397,12 @@ class Service:
         if self._key_store is None:
             self._key_store = Store(self.store_path(), resident_mb=0)
         return self._key_store
+
+
+def _gated(mem: Memory, who: Principal, rec: MemoryRecord) -> GatedDoc:
+    """A written memory with its proposal's gate results (read as the writer, who may read
+    what it just wrote)."""
+    return GatedDoc.of_gates(rec, mem.gate_results(rec.id, principal=who))
 
 
 def _operator(who: Principal | None) -> None:
