@@ -49,7 +49,7 @@ def _environment() -> Environment:
                       autoescape=True, undefined=StrictUndefined, trim_blocks=True,
                       lstrip_blocks=True)
     env.filters["when"] = _when
-    env.filters["num"] = lambda v: "" if v is None else f"{float(v):.3f}"
+    env.filters["num"] = _number
     env.filters["brief"] = _brief
     return env
 
@@ -257,3 +257,11 @@ def mount(app: FastAPI, service: Service) -> Dashboard:
 
     app.include_router(r)
     return d
+
+
+def _number(v: object) -> str:
+    """A score to 3 places, a count whole (`tokens=44`), nothing for None."""
+    if v is None:
+        return ""
+    x = float(v)  # type: ignore[arg-type]
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:.3f}"
