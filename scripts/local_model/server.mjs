@@ -1,13 +1,16 @@
 // An OpenAI-compatible chat-completions server over node-llama-cpp, on loopback only.
 //
 //   node server.mjs --model FILE.gguf [--port 8089] [--host 127.0.0.1] [--threads 2]
-//                   [--context 4096] [--max-tokens 512]
+//                   [--context 4096] [--max-tokens 512] [--max-items 4] [--max-string 300]
 //
 // Routes: GET /v1/models, GET /health, POST /v1/chat/completions (non-streaming). A
 // `response_format` of type `json_schema` (or `json_object`) becomes a llama.cpp grammar, so
 // the answer is constrained to the schema while it is generated (the subset node-llama-cpp
-// supports: anyOf is read as oneOf; length, range and pattern keywords are dropped, and the
-// client still validates them). One request is decoded at a time; the others wait in order.
+// supports: anyOf is read as oneOf; range and pattern keywords are dropped, and the client
+// still validates them). A small model at temperature 0 tends to repeat itself until the token
+// limit, so the grammar also bounds every array to --max-items items and every free string to
+// --max-string characters (0 turns a bound off; a smaller bound in the schema is kept): this
+// server's policy, not the client's schema. One request is decoded at a time; the others wait.
 // Errors answer the OpenAI error shape with a 4xx/5xx status. Started by local_model.sh.
 import http from "node:http";
 import { getLlama, LlamaChatSession, LlamaLogLevel } from "node-llama-cpp";
@@ -27,6 +30,8 @@ const port = Number(option("port", "8089"));
 const threads = Number(option("threads", "2"));
 const contextSize = Number(option("context", "4096"));
 const defaultMaxTokens = Number(option("max-tokens", "512"));
+const maxItems = Number(option("max-items", "4"));
+const maxString = Number(option("max-string", "300"));
 const modelName = option("name", modelPath.split("/").pop().replace(/\.gguf$/, ""));
 if (!["127.0.0.1", "localhost", "::1"].includes(host)) {
     console.error(`--host must be a loopback address, got ${host}`);
@@ -40,8 +45,14 @@ const sequence = context.getSequence();
 
 const KEEP = new Set([
     "type", "properties", "required", "items", "prefixItems", "enum", "const",
-    "additionalProperties", "minItems", "maxItems", "$defs", "$ref", "oneOf", "description",
+    "additionalProperties", "minItems", "maxItems", "minLength", "maxLength", "$defs", "$ref",
+    "oneOf", "description",
 ]);
+
+function bounded(limit, given) {
+    if (!(limit > 0)) return given;
+    return given === undefined ? limit : Math.min(limit, Number(given));
+}
 
 // The part of a JSON schema node-llama-cpp's grammar compiler understands.
 function grammarSchema(node) {
@@ -57,6 +68,14 @@ function grammarSchema(node) {
     }
     if (out.type === "object" && out.properties && !out.required) {
         out.required = Object.keys(out.properties);
+    }
+    if (out.type === "array") {
+        const cap = bounded(maxItems, out.maxItems);
+        if (cap !== undefined) out.maxItems = cap;
+    }
+    if (out.type === "string" && !out.format && out.enum === undefined && out.const === undefined) {
+        const cap = bounded(maxString, out.maxLength);
+        if (cap !== undefined) out.maxLength = cap;
     }
     return out;
 }
@@ -123,6 +142,10 @@ async function complete(body) {
             const used = sequence.tokenMeter.getState();
             const promptTokens = used.usedInputTokens - before.usedInputTokens;
             const completionTokens = used.usedOutputTokens - before.usedOutputTokens;
+            const ms = Date.now() - started;
+            console.log(JSON.stringify({ at: new Date().toISOString(), ms, prompt_tokens: promptTokens,
+                completion_tokens: completionTokens, stop: meta.stopReason,
+                schema: body.response_format ? body.response_format.type : "text" }));
             return {
                 id: `chatcmpl-${Date.now().toString(36)}`,
                 object: "chat.completion",
@@ -138,7 +161,7 @@ async function complete(body) {
                     completion_tokens: completionTokens,
                     total_tokens: promptTokens + completionTokens,
                 },
-                timing_ms: Date.now() - started,
+                timing_ms: ms,
             };
         } finally {
             session.dispose({ disposeSequence: false });
@@ -178,7 +201,8 @@ const server = http.createServer((req, res) => {
     });
 });
 server.listen(port, host, () => {
-    console.log(`serving ${modelName} on http://${host}:${port}/v1 (threads ${threads}, context ${contextSize})`);
+    console.log(`serving ${modelName} on http://${host}:${port}/v1 (threads ${threads}, ` +
+        `context ${contextSize}, max tokens ${defaultMaxTokens}, arrays <= ${maxItems}, strings <= ${maxString})`);
 });
 for (const sig of ["SIGINT", "SIGTERM"]) {
     process.on(sig, () => { server.close(); process.exit(0); });
