@@ -52,7 +52,7 @@ serve() {
 start() {
     local port="${1:-8089}"
     [ -f "$GGUF" ] && [ -f "$DIR/runtime/server.mjs" ] || install
-    "$0" serve "$port" >"$DIR/server.log" 2>&1 &
+    "$HERE/local_model.sh" serve "$port" >"$DIR/server.log" 2>&1 &
     echo $! >"$DIR/server.pid"
     for _ in $(seq 1 120); do
         if curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
@@ -78,6 +78,7 @@ env_lines() {
 export SITUATED_RECONSTRUCTOR_BASE_URL=http://127.0.0.1:$port
 export SITUATED_RECONSTRUCTOR_MODEL=$MODEL_NAME
 export SITUATED_RECONSTRUCTOR_TIMEOUT=120
+# export SITUATED_RECONSTRUCTOR=llm   # to make it every recall's reconstructor, not only compiled:llm
 EOF
 }
 
@@ -87,5 +88,5 @@ case "${1:-}" in
     start) start "${2:-8089}" ;;
     stop) stop ;;
     env) env_lines "${2:-8089}" ;;
-    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
