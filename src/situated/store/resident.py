@@ -41,6 +41,8 @@ import numpy as np
 import numpy.typing as npt
 
 from situated.models import LifecycleState
+from situated.store.ann import GRAPH_ROW_BYTES, SAVE_TAIL, AnnConfig, Graph, GraphFiles
+from situated.store.ann import available as ann_available
 from situated.store.scope import Eligibility
 
 F32 = npt.NDArray[np.float32]
@@ -150,6 +152,10 @@ class Slice:
         self.version = 0
         """Bumped on every change to the rows; keys the cached masks."""
         self._masks: dict[tuple[Any, ...], BOOL] = {}
+        self.graphs: dict[str, Graph] = {}
+        """Per vector field, the approximate index over the first rows (`situated.store.ann`),
+        only for a large tenant."""
+        self.ann: AnnConfig | None = None
         self._alloc(capacity)
 
     def _alloc(self, cap: int) -> None:
@@ -180,7 +186,7 @@ class Slice:
                   self.situational, self.doc_len)
         postings = (self.indptr, self.post_rows, self.post_tf, *self.delta)
         return (int(sum(a.nbytes for a in arrays + postings)) + 80 * len(self.vocab)
-                + 80 * len(self.pos))
+                + 80 * len(self.pos) + sum(g.nbytes for g in self.graphs.values()))
 
     def _code(self, table: dict[str, int], value: str) -> int:
         if value not in table:
@@ -329,33 +335,56 @@ class Slice:
         role_keys: Sequence[str],
     ) -> Rankings:
         """Dense top k on both vectors and BM25 top k."""
-        rows = np.flatnonzero(self.mask(elig, role_keys))
+        allowed = self.mask(elig, role_keys)
+        rows = np.flatnonzero(allowed)
         if not len(rows) or k <= 0:
             return Rankings([], [], [], {})
         q = np.asarray(query, dtype=np.float32)
-        c_sims, s_sims = self.similarities("content", q), self.similarities("state", q)
-        content = top(c_sims, rows, k)
-        state = top(s_sims, rows[self.situational[rows]], k)
+        content, c_sims = self._top("content", q, k, allowed, rows)
+        bound = self.situational[rows]
+        state, s_sims = self._top("state", q, k, allowed & self.situational[: self.n],
+                                  rows[bound])
         lexical, bm = self._lexical(rows, terms, k)
         used = np.unique(np.concatenate([content, state, lexical]))
+        cs = c_sims[used] if c_sims is not None else self.content[used] @ q
+        ss = s_sims[used] if s_sims is not None else self.state_vecs[used] @ q
+        sim = {int(i): (float(c), float(s)) for i, c, s in zip(used, cs, ss, strict=True)}
         rid = self.rids
         return Rankings(
-            content=[(int(rid[i]), float(c_sims[i])) for i in content],
-            state=[(int(rid[i]), float(s_sims[i])) for i in state],
+            content=[(int(rid[i]), sim[int(i)][0]) for i in content],
+            state=[(int(rid[i]), sim[int(i)][1]) for i in state],
             lexical=[(int(rid[i]), float(bm[i])) for i in lexical],
             situational={int(rid[i]): bool(self.situational[i]) for i in used},
-            similarity={int(rid[i]): (float(c_sims[i]), float(s_sims[i])) for i in used},
+            similarity={int(rid[i]): sim[int(i)] for i in used},
         )
+
+    def _top(
+        self, field: str, q: F32, k: int, allowed: BOOL, rows: npt.NDArray[np.intp]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32] | None]:
+        """The k best of `rows` (the rows `allowed` marks) on one field, best first, and the
+        cosines of every row when the search was exact (None when approximate: the graph of
+        a large tenant, exact cosines of its proposals; exact whenever it cannot promise k)."""
+        g, cfg = self.graphs.get(field), self.ann
+        if g is not None and cfg is not None and g.n == self.n and len(rows) >= max(
+                cfg.exact_below, k):
+            hit = g.search(self.matrix(field), q, k, allowed, len(rows), cfg.ef_search)
+            if hit is not None:
+                return hit, None
+        sims = self.similarities(field, q)
+        return top(sims, rows, k), sims
 
     def dense(
         self, field: str, query: F32, k: int, elig: Eligibility, role_keys: Sequence[str]
     ) -> list[tuple[int, float]]:
-        """Exact top k on one vector field (`content` or `state`): (rid, cosine)."""
-        rows = np.flatnonzero(self.mask(elig, role_keys))
+        """Top k on one vector field (`content` or `state`): (rid, cosine)."""
+        allowed = self.mask(elig, role_keys)
+        rows = np.flatnonzero(allowed)
         if not len(rows) or k <= 0:
             return []
-        sims = self.similarities(field, np.asarray(query, dtype=np.float32))
-        return [(int(self.rids[i]), float(sims[i])) for i in top(sims, rows, k)]
+        q = np.asarray(query, dtype=np.float32)
+        best, sims = self._top(field, q, k, allowed, rows)
+        vals = sims[best] if sims is not None else self.matrix(field)[best] @ q
+        return [(int(self.rids[i]), float(v)) for i, v in zip(best, vals, strict=True)]
 
     def lexical(
         self, terms: Sequence[str], k: int, elig: Eligibility, role_keys: Sequence[str]
@@ -406,8 +435,15 @@ class ResidentIndex:
     """Per-tenant slices, loaded at a tenant's second search, patched from the ledger, evicted
     least recently used first (an evicted tenant waits longer for its next load)."""
 
-    def __init__(self, db: apsw.Connection, budget_mb: float = DEFAULT_BUDGET_MB) -> None:
+    def __init__(
+        self, db: apsw.Connection, budget_mb: float = DEFAULT_BUDGET_MB,
+        ann: AnnConfig | None = None,
+    ) -> None:
         self.db = db
+        self.ann = ann if ann is not None else AnnConfig(rows=0)
+        self.files = GraphFiles(self.ann.directory) if self.ann.directory else None
+        self.graph_builds = 0
+        self.graph_loads = 0
         self.budget = int(budget_mb * 1e6)
         self.slices: OrderedDict[str, Slice] = OrderedDict()
         self.too_big: dict[str, int] = {}
@@ -488,13 +524,38 @@ class ResidentIndex:
         n = int(count[0])
         if tenant in self.too_big and n >= self.too_big[tenant]:
             return None  # did not fit with as many rows: do not re-read it on every search
-        if grown(n) * (2 * dim * 4 + ROW_OVERHEAD) > self.budget:
+        graphs = 2 * (dim + GRAPH_ROW_BYTES) if self.ann.enabled and n >= self.ann.rows else 0
+        if grown(n) * (2 * dim * 4 + ROW_OVERHEAD + graphs) > self.budget:
             self.too_big[tenant] = n
             return None
         s = Slice(tenant, dim, seq, capacity=grown(n))
         s.extend(self._rows("m.tenant = ? AND m.state != 'ERASED'", (tenant,)))
         self.loads += 1
+        self._graphs(s)
         return s
+
+    def _graphs(self, s: Slice) -> None:
+        """Give a large slice its approximate indexes, or bring them up to its rows: the saved
+        ones when they match (the rows appended since are added), else built."""
+        cfg = self.ann
+        if not cfg.enabled or s.n < cfg.rows:
+            return
+        s.ann = cfg
+        rids = s.rids[: s.n]
+        for name in ("content", "state"):
+            g = s.graphs.get(name)
+            vecs = s.matrix(name)
+            if g is None and self.files is not None:
+                g = self.files.load(s.tenant, name, self.generation, rids, vecs)
+                self.graph_loads += g is not None
+            if g is None:
+                g = Graph.build(name, vecs)
+                self.graph_builds += 1
+            elif g.n < s.n:
+                g.add(vecs[g.n:])
+            s.graphs[name] = g
+            if self.files is not None and s.n - g.saved > SAVE_TAIL * max(g.saved, 1):
+                self.files.save(s.tenant, g, self.generation, rids, vecs)
 
     def _patch(self, s: Slice, seq: int) -> Slice | None:
         changed: list[Any] = self.db.execute(
@@ -524,14 +585,17 @@ class ResidentIndex:
         if new:
             marks = ",".join("?" * len(new))
             s.extend(self._rows(f"m.rid IN ({marks}) AND m.state != 'ERASED'", new))
+            self._graphs(s)
         s.seq = seq
         self.patches += 1
         return s
 
     def forget(self, tenant: str) -> None:
         """Drop a tenant's slice (after an erasure in this process: it reloads when next used,
-        without the erased row)."""
+        without the erased row); its saved approximate indexes are deleted."""
         self.slices.pop(tenant, None)
+        if self.files is not None:
+            self.files.discard(tenant)
 
     def _evict(self, keep: str) -> None:
         mine = self.slices[keep].nbytes if keep in self.slices else 0
@@ -583,6 +647,9 @@ class ResidentIndex:
                                 "valid_until", "recorded_at", "situational")
                 )
             bad += max(0, len(s.pos) - len(rows))
+            bad += sum(g.n != s.n for g in s.graphs.values())
+            if s.n >= self.ann.rows and self.ann.enabled and len(s.graphs) != 2:
+                bad += 1  # a large slice without its graphs
         return bad
 
     def describe(self) -> dict[str, Any]:
@@ -597,5 +664,15 @@ class ResidentIndex:
             "patches": self.patches,
             "evictions": self.evictions,
             "over_budget_tenants": len(self.too_big),
+            "ann": {
+                "available": ann_available(),
+                "rows": self.ann.rows,
+                "tenants": sum(bool(s.graphs) for s in self.slices.values()),
+                "graph_mb": round(sum(g.nbytes for s in self.slices.values()
+                                      for g in s.graphs.values()) / 1e6, 1),
+                "builds": self.graph_builds,
+                "loaded": self.graph_loads,
+                "directory": str(self.ann.directory) if self.ann.directory else None,
+            },
         }
 

@@ -38,6 +38,8 @@ from situated.models import (
     utcnow,
 )
 from situated.store import lexical as lexicon
+from situated.store.ann import DEFAULT_ROWS as DEFAULT_ANN_ROWS
+from situated.store.ann import EXACT_BELOW, AnnConfig
 from situated.store.failures import Cursor as _Cursor
 from situated.store.failures import begin_immediate
 from situated.store.failures import stored as _stored
@@ -112,7 +114,10 @@ class RebuildReport:
 class Store:
     """The SQLite store. Not part of the public API; `Memory` is."""
 
-    def __init__(self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB) -> None:
+    def __init__(
+        self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB,
+        ann_rows: int = DEFAULT_ANN_ROWS,
+    ) -> None:
         self.path = str(path)
         self._writing = False
         self._fts_reset_due = False
@@ -147,7 +152,11 @@ class Store:
             raise
         self._data_version: object = None
         self._role_key_cache: dict[str, list[str]] = {}
-        self.resident = ResidentIndex(self.db, resident_mb)
+        self.resident = ResidentIndex(
+            self.db, resident_mb,
+            AnnConfig(rows=ann_rows, exact_below=min(EXACT_BELOW, ann_rows),
+                      directory=Path(f"{self.path}-ann")),
+        )
         self.keys = Keys(self)
 
     def close(self) -> None:
