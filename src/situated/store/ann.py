@@ -54,7 +54,7 @@ EXACT_BELOW = 10_000
 M = 16
 EF_CONSTRUCTION = 64
 EF_SEARCH = 128
-RERANK = 2
+RERANK = 4
 """The graph proposes this many times k rows; exact float32 cosines re-rank them."""
 TRAIN_ROWS = 50_000
 SAMPLE = 64
