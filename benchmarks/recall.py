@@ -86,7 +86,7 @@ from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy
 from situated.recall.retrieve import retrieve
 from situated.store.ledger import EventType
-from situated.store.scope import Eligibility
+from situated.store.scope import ALL_STATES, Eligibility
 from situated.store.vectors import load_extension
 
 F32 = npt.NDArray[np.float32]
@@ -361,14 +361,14 @@ def bulk_load(mem: Memory, emb: Precomputed, specs: Sequence[Spec]) -> list[int]
                 who = principal(spec.tenant)
                 rec = _build(mem, who, spec.kwargs)
                 rid = store.insert(
-                    rec, {"content": spec.content_vec, "state": spec.state_vec},
-                    who.name, "proposed via bulk load",
-                    analysis=(ANALYSIS_VERSION, stored_form(rec)),
+                    rec, who, {"content": spec.content_vec, "state": spec.state_vec},
+                    "proposed via bulk load", analysis=(ANALYSIS_VERSION, stored_form(rec)),
                 )
                 decision = mem.promotion.decide(rec)
                 if decision.promote:
-                    store.append_event(rec.id, EventType.PROMOTED, who.name, decision.reason)
-                    mem._supersede_same_key(rec, who.name)
+                    store.append_event(rec.id, Eligibility(who, states=ALL_STATES),
+                                       EventType.PROMOTED, who.name, decision.reason)
+                    mem._supersede_same_key(rec, who)
                 rids.append(rid)
     return rids
 

@@ -186,8 +186,7 @@ def clear_text_caches() -> None:
     clear_parse_cache()
     clear_screen_cache()
     forget_known_unsafe()
-    prechecks._CACHE.clear()
-    prechecks._NUMBERS.clear()  # present facts (numbers are never reused, so this is safe)
+    prechecks.clear_caches()
 
 
 __all__ = ["VERSION", "Analysis", "analyze", "clear_text_caches", "decode", "stored_form"]

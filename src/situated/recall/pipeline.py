@@ -126,7 +126,7 @@ def dedupe_stage(r: Recall) -> None:
     """3: near-duplicates collapse onto the best evidenced."""
     cands = r.candidates
     by_rid = {c.rid: c.record for c in cands}
-    vecs = r.store.vectors_of("content", [c.rid for c in cands], r.gates)
+    vecs = {c.rid: c.content_vector for c in cands if c.content_vector is not None}
     r.kept, dropped = collapse(cands, by_rid, vecs, [c.rid for c in cands])
     for dup, winner in dropped:
         detail = f"near-duplicate of {winner.record.id}"
@@ -139,9 +139,8 @@ def judge_stage(r: Recall) -> None:
     stays together)."""
     req, store = r.req, r.store
     # then/now similarity against the present state alone (not the intent)
-    state_vecs = store.vectors_of(
-        "state", [c.rid for c in r.kept if c.state_similarity is not None], r.gates
-    )
+    state_vecs = {c.rid: c.state_vector for c in r.kept
+                  if c.state_similarity is not None and c.state_vector is not None}
     ns_counts = (
         store.namespace_counters([c.record.id for c in r.kept], req.namespace, r.gates)
         if req.namespace else {}

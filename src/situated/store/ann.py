@@ -148,13 +148,16 @@ class Graph:
         self, matrix: F32, query: F32, k: int, allowed: BOOL, eligible: int, ef: int
     ) -> POS | None:
         """The k best allowed rows by exact cosine among the graph's proposals, best first;
-        None when the caller must search exactly (see the module docstring)."""
+        None when the caller must search exactly (see the module docstring). `ef` is the
+        walk's width with every row allowed; it widens as the allowed share shrinks."""
         faiss = _faiss()
         n = self.n
         want = min(k * RERANK, eligible)
         bits = np.packbits(allowed[:n], bitorder="little")
         params = faiss.SearchParametersHNSW()
-        params.efSearch = max(ef, want)
+        # a selective allowed set leaves fewer allowed rows on the walk: widen it in proportion
+        # (up to 4x), so recall holds when few rows are eligible
+        params.efSearch = max(int(min(4 * ef, ef * n / max(eligible, 1))), want)
         params.sel = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))
         _, labels = self.index.search(np.ascontiguousarray(query[None, :]), want,
                                       params=params)

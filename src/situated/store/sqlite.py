@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import apsw
 import msgspec
+import numpy as np
 from pydantic import BaseModel
 
 from situated.embed.base import Vector
@@ -100,6 +101,17 @@ class StoredRecall:
     mode: str
     served: tuple[str, ...]
     payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RecallRow:
+    """A recall candidate's row: the record, its stored analysis (None unless current) and
+    its two vectors (None when the row has none)."""
+
+    record: MemoryRecord
+    analysis: bytes | None
+    content: Vector | None
+    state: Vector | None
 
 
 @dataclass(frozen=True)
@@ -599,6 +611,29 @@ class Store:
             (version, *rids, *params),
         )
         return {int(r[0]): (_record(r[:-1]), r[-1]) for r in rows}
+
+    def recall_rows(
+        self, rids: Sequence[int], elig: Eligibility, version: int
+    ) -> dict[int, RecallRow]:
+        """`with_analyses` with both stored vectors of each row, in one gated read: what the
+        recall's later stages need of its candidates, without reading them again."""
+        if not rids:
+            return {}
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT {_SELECT}, CASE WHEN m.analysis_version = ? THEN m.analysis END, "
+            f"v.content, v.state FROM memories m LEFT JOIN vectors v ON v.rid = m.rid "
+            f"WHERE m.rid IN ({','.join('?' * len(rids))}) AND {where}",
+            (version, *rids, *params),
+        )
+        return {
+            int(r[0]): RecallRow(
+                _record(r[:-3]), r[-3],
+                None if r[-2] is None else np.frombuffer(r[-2], dtype=np.float32),
+                None if r[-1] is None else np.frombuffer(r[-1], dtype=np.float32),
+            )
+            for r in rows
+        }
 
     def set_analysis(self, rid: int, version: int, analysis: bytes | None) -> None:
         """Store a memory's analysis (derived data: no ledger event; call in a transaction).
