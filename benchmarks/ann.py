@@ -110,13 +110,14 @@ def measure(
     return pct(lat, 50), pct(lat, 95), hits / (K * len(qs))
 
 
-def ours(g: Graph, mat: F32) -> Callable[[F32, npt.NDArray[np.bool_] | None], Sequence[int]]:
+def ours(
+    g: Graph, mat: F32, ef: int = EF_SEARCH
+) -> Callable[[F32, npt.NDArray[np.bool_] | None], Sequence[int]]:
     everyone = np.ones(len(mat), dtype=np.bool_)
 
     def search(q: F32, allowed: npt.NDArray[np.bool_] | None) -> Sequence[int]:
         a = everyone if allowed is None else allowed
-        got = g.search(mat, q, K, a, int(a.sum()) if allowed is not None else len(mat),
-                       EF_SEARCH)
+        got = g.search(mat, q, K, a, int(a.sum()) if allowed is not None else len(mat), ef)
         if got is None:  # the slice would search exactly: count it as exact
             return sorted(exact_top(mat, q, K, a))
         return got.tolist()
@@ -229,11 +230,13 @@ def part_real(console: Console, generated: int) -> list[dict[str, Any]]:
     return out
 
 
-def part_scale(console: Console, sizes: Sequence[int], dim: int) -> list[dict[str, Any]]:
+def part_scale(
+    console: Console, sizes: Sequence[int], dim: int, efs: Sequence[int]
+) -> list[dict[str, Any]]:
     out = []
     t = Table(title=f"the graph alone over resident vectors ({dim} dimensions, clustered), "
                     f"1 thread, k={K}")
-    for col in ("rows", "build s", "graph p50/p95 ms", "numpy exact p50/p95 ms",
+    for col in ("rows", "build s", "efSearch", "graph p50/p95 ms", "numpy exact p50/p95 ms",
                 "recall@10", f"{ELIGIBLE:.0%} eligible p50 ms / recall@10",
                 "raw MB", "graph MB", "RSS MB"):
         t.add_column(col)
@@ -242,9 +245,6 @@ def part_scale(console: Console, sizes: Sequence[int], dim: int) -> list[dict[st
         t0 = time.perf_counter()
         g = Graph.build("content", mat)
         build = time.perf_counter() - t0
-        p50, p95, r = measure(ours(g, mat), mat, qs, None)
-        allowed = np.random.default_rng(5).random(n) < ELIGIBLE
-        fp50, _, fr = measure(ours(g, mat), mat, qs, allowed)
         lat = []
         for q in qs:
             t0 = time.perf_counter()
@@ -252,22 +252,30 @@ def part_scale(console: Console, sizes: Sequence[int], dim: int) -> list[dict[st
             top = np.argpartition(-sims, K)[:K]
             top[np.argsort(-sims[top])]
             lat.append((time.perf_counter() - t0) * 1e3)
-        row = {"rows": n, "build_s": build, "p50_ms": p50, "p95_ms": p95,
-               "numpy_p50_ms": pct(lat, 50), "numpy_p95_ms": pct(lat, 95), "recall": r,
-               "filtered_p50_ms": fp50, "filtered_recall": fr, "raw_mb": mat.nbytes / 1e6,
-               "graph_mb": g.nbytes / 1e6, "rss_mb": rss_mb()}
-        out.append(row)
-        t.add_row(f"{n:,}", f"{build:.0f}", f"{p50:.3f} / {p95:.3f}",
-                  f"{row['numpy_p50_ms']:.2f} / {row['numpy_p95_ms']:.2f}", f"{r:.3f}",
-                  f"{fp50:.3f} / {fr:.3f}", f"{row['raw_mb']:.0f}", f"{row['graph_mb']:.0f}",
-                  f"{row['rss_mb']:.0f}")
+        allowed = np.random.default_rng(5).random(n) < ELIGIBLE
+        for ef in efs:
+            p50, p95, r = measure(ours(g, mat, ef), mat, qs, None)
+            fp50, _, fr = measure(ours(g, mat, ef), mat, qs, allowed)
+            row = {"rows": n, "build_s": build, "ef": ef, "p50_ms": p50, "p95_ms": p95,
+                   "numpy_p50_ms": pct(lat, 50), "numpy_p95_ms": pct(lat, 95), "recall": r,
+                   "filtered_p50_ms": fp50, "filtered_recall": fr, "raw_mb": mat.nbytes / 1e6,
+                   "graph_mb": g.nbytes / 1e6, "rss_mb": rss_mb()}
+            out.append(row)
+            t.add_row(f"{n:,}", f"{build:.0f}", str(ef), f"{p50:.3f} / {p95:.3f}",
+                      f"{row['numpy_p50_ms']:.2f} / {row['numpy_p95_ms']:.2f}", f"{r:.3f}",
+                      f"{fp50:.3f} / {fr:.3f}", f"{row['raw_mb']:.0f}",
+                      f"{row['graph_mb']:.0f}", f"{row['rss_mb']:.0f}")
+            console.print(f"{n:,} rows, efSearch {ef}: p50 {p50:.3f} ms, recall@10 {r:.3f}")
         del g, mat
     console.print(t)
     return out
 
 
-def part_store(console: Console, n: int, dim: int, workdir: Path) -> dict[str, Any]:
-    """A one-tenant store: whole recall through the graphs vs the same file searched exactly."""
+def part_store(
+    console: Console, n: int, dim: int, workdir: Path, tenants: int, ann_rows: int
+) -> dict[str, Any]:
+    """A store of `tenants` tenants (memories dealt in turn): whole recall of the first
+    tenant through its graphs vs the same file searched exactly."""
     from recall import Baseline, Precomputed, World, bulk_load, request
 
     from situated import Memory
@@ -276,17 +284,16 @@ def part_store(console: Console, n: int, dim: int, workdir: Path) -> dict[str, A
     from situated.store.scope import Eligibility
 
     world = World(dim, seed=7)
-    specs = [replace(world.memory(i), tenant=0) for i in range(n)]
+    specs = [replace(world.memory(i), tenant=i % tenants) for i in range(n)]
     emb = Precomputed(dim)
-    path = workdir / f"ann-store-{n}-{dim}.db"
+    path = workdir / f"ann-store-{n}-{dim}-{tenants}.db"
     t0 = time.perf_counter()
     if not path.exists():
         mem = Memory(path, embedder=emb, ann_rows=0)
         bulk_load(mem, emb, specs)
         mem.close()
     load_s = time.perf_counter() - t0
-    arms = {"approximate": Memory(path, embedder=emb, ann_rows=min(50_000, n // 2),
-                                  resident_mb=4096),
+    arms = {"approximate": Memory(path, embedder=emb, ann_rows=ann_rows, resident_mb=4096),
             "exact": Memory(path, embedder=emb, ann_rows=0, resident_mb=4096)}
     qs = [world.query(0) for _ in range(QUERIES)]
     for mem in arms.values():
@@ -297,6 +304,8 @@ def part_store(console: Console, n: int, dim: int, workdir: Path) -> dict[str, A
         emb.hand(q.qvec, q.svec)
         run_recall(mem.store, emb, mem.reconstructor, request(q))
     warm_s = time.perf_counter() - t0
+    if not arms["approximate"].store.resident.slices["tenant-00"].graphs:
+        raise SystemExit("no graphs were built: raise --store-n or lower --store-ann-rows")
     s = arms["exact"].store.resident.slices["tenant-00"]
     base = Baseline(s.matrix("content"), s.rids[: s.n])
     timings: dict[str, dict[str, list[float]]] = {a: {"dense": [], "retrieve": [], "recall": []}
@@ -322,16 +331,17 @@ def part_store(console: Console, n: int, dim: int, workdir: Path) -> dict[str, A
             run_recall(mem.store, emb, mem.reconstructor, req)
             timings[name]["recall"].append((time.perf_counter() - t0) * 1e3)
     g = arms["approximate"].store.resident.slices["tenant-00"]
-    ann = arms["approximate"].store.resident.describe()
-    res = {"rows": n, "load_s": load_s, "warm_s": warm_s, "numpy_p50_ms": pct(numpy_ms, 50),
+    res = {"rows": s.n, "load_s": load_s, "warm_s": warm_s, "numpy_p50_ms": pct(numpy_ms, 50),
            "recall_at_10": agree / (10 * len(qs)), "graphs": sorted(g.graphs),
-           "resident_mb": ann["mb"], "graph_mb": ann["ann"]["graph_mb"],
+           "resident_mb": g.nbytes / 1e6,
+           "graph_mb": sum(x.nbytes for x in g.graphs.values()) / 1e6,
            "raw_vectors_mb": 2 * s.n * dim * 4 / 1e6, "rss_mb": rss_mb(),
            "timings": {a: {k: (pct(v, 50), pct(v, 95)) for k, v in d.items()}
                        for a, d in timings.items()}}
-    t = Table(title=f"one tenant of {n:,} memories ({dim} dims): numpy exact p50 "
+    t = Table(title=f"a tenant of {s.n:,} memories ({dim} dims, graphs from {ann_rows:,} rows): "
+                    f"numpy exact p50 "
                     f"{res['numpy_p50_ms']:.2f} ms; recall@10 of the approximate dense search "
-                    f"{res['recall_at_10']:.3f}; resident {ann['mb']:.0f} MB (graphs "
+                    f"{res['recall_at_10']:.3f}; its slice {res['resident_mb']:.0f} MB (graphs "
                     f"{res['graph_mb']:.0f}) for {res['raw_vectors_mb']:.0f} MB of raw vectors")
     for col in ("search", "dense p50/p95 ms", "retrieve p50/p95 ms", "whole recall p50/p95 ms",
                 "recall p50 / numpy"):
@@ -352,7 +362,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--libraries-n", type=int, default=100_000)
     ap.add_argument("--generated-n", type=int, default=100_000)
     ap.add_argument("--scale-n", default="100000,1000000", help="comma-separated row counts")
+    ap.add_argument("--scale-ef", default=str(EF_SEARCH), help="comma-separated efSearch values")
     ap.add_argument("--store-n", type=int, default=100_000)
+    ap.add_argument("--store-tenants", type=int, default=1)
+    ap.add_argument("--store-ann-rows", type=int, default=50_000)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp"))
     a = ap.parse_args(argv)
     console = Console(width=160)
@@ -364,9 +377,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "real" in parts:
             part_real(console, a.generated_n)
         if "scale" in parts:
-            part_scale(console, [int(x) for x in a.scale_n.split(",")], a.dim)
+            part_scale(console, [int(x) for x in a.scale_n.split(",")], a.dim,
+                       [int(x) for x in a.scale_ef.split(",")])
         if "store" in parts:
-            part_store(console, a.store_n, a.dim, a.workdir)
+            part_store(console, a.store_n, a.dim, a.workdir, a.store_tenants, a.store_ann_rows)
     return 0
 
 
