@@ -1193,7 +1193,8 @@ class Scenario:
 # -- the properties ---------------------------------------------------------------------------
 
 _RUNS = itertools.count()
-CONFIGS = (Config(0), Config(None), Config(None, load_after=1))
+CONFIGS = (Config(0), Config(None), Config(None, load_after=1),
+           Config(None, load_after=1, ann_rows=8))
 TALLY = Tally()
 SCRIPTS, TWICE = 25, 12
 """Hypothesis examples per store configuration (fixed: `derandomize`, no example database)."""

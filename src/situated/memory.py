@@ -74,6 +74,7 @@ from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
 from situated.recall.reconstruct.prechecks import never_served
 from situated.store import recall_reads
+from situated.store.ann import DEFAULT_ROWS as DEFAULT_ANN_ROWS
 from situated.store.ledger import Credit, EventType, LedgerEvent, replay
 from situated.store.recall_reads import RecallView
 from situated.store.resident import DEFAULT_BUDGET_MB as DEFAULT_RESIDENT_MB
@@ -230,6 +231,10 @@ class Memory:
             eligibility columns, a BM25 index) resident, kept current from the ledger; 0 turns
             it off and every search runs in SQLite (sqlite-vec and `store.lexical`). See
             `situated.store.resident`.
+        ann_rows: a tenant with at least this many memories is searched through an
+            approximate (HNSW) index per vector field, eligibility applied inside the search,
+            persisted next to the database as `<file>-ann/`; 0 keeps every search exact. Needs
+            the `ann` extra (faiss); without it searches stay exact. See `situated.store.ann`.
         settings: the settings to use instead of reading them (`situated.config.load_settings`).
     """
 
@@ -246,6 +251,7 @@ class Memory:
         write_policies: Mapping[str, WritePolicy] | None = None,
         gates: Sequence[Gate] = DEFAULT_GATES,
         resident_mb: float = DEFAULT_RESIDENT_MB,
+        ann_rows: int = DEFAULT_ANN_ROWS,
         settings: Settings | None = None,
     ) -> None:
         # every argument is checked before the file is opened (or created)
@@ -266,6 +272,7 @@ class Memory:
             path = settings.db or DEFAULT_DB
         file = args.path(path)
         args.number(resident_mb, "resident_mb", 0, MAX_RESIDENT_MB)  # 0 turns the index off
+        args.integer(ann_rows, "ann_rows", 0, MAX_ANN_ROWS)  # 0: exact search only
         given_embedder_options = _options(embedder_options, "embedder_options")
         given_reconstructor_options = _options(reconstructor_options, "reconstructor_options")
         self.promotion: PromotionPolicy = (
@@ -289,7 +296,7 @@ class Memory:
             reconstructor, "reconstructor", DEFAULT_RECONSTRUCTOR, get_reconstructor,
             given_reconstructor_options, settings, Reconstructor, "a Reconstructor or a name",
         )
-        self.store = Store(file, resident_mb=resident_mb)
+        self.store = Store(file, resident_mb=resident_mb, ann_rows=ann_rows)
         try:
             self.reconstructor.bind(self.store)
             ref = self.store.embedder_ref()
@@ -1311,6 +1318,7 @@ def _check_namespace(namespace: Any) -> None:
 
 
 MAX_RESIDENT_MB = 1_000_000
+MAX_ANN_ROWS = 2**40
 MAX_BATCH_ITEMS = 1_000_000
 MAX_CITED_CHARS = 100_000
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +74,9 @@ class InjectionModel:
                 f"expected {self.spec.buckets}"
             )
         self.featuriser = Featuriser(self.spec)
+        self.cached: Callable[[str], Screening] = lru_cache(maxsize=SCREEN_CACHE)(self._screen)
+        """`screen`'s memo: the write gate and the memory's analysis screen the same content
+        one after the other. Emptied on erasure (`clear_screen_cache`)."""
         if self.embed_weights.shape != (self.featuriser.embedder.dim,):
             raise ModelError(f"{weights_path}: embedding weights of the wrong size")
 
@@ -92,7 +97,11 @@ class InjectionModel:
         return 1.0 / (1.0 + np.exp(-logits))
 
     def screen(self, text: str) -> Screening:
-        """Normalise `text`, score it and its decoded views, keep the highest score."""
+        """Normalise `text`, score it and its decoded views, keep the highest score (the
+        last `SCREEN_CACHE` texts are remembered)."""
+        return self.cached(text)
+
+    def _screen(self, text: str) -> Screening:
         norm = normalise(text)
         views = decoded_views(norm)
         probs = self.probabilities([v.text for v in views])
@@ -105,6 +114,7 @@ class InjectionModel:
         )
 
 
+SCREEN_CACHE = 4096
 _MODEL: InjectionModel | None = None
 _LOCK = threading.Lock()
 
@@ -117,6 +127,12 @@ def load_model() -> InjectionModel:
             if _MODEL is None:
                 _MODEL = InjectionModel()
     return _MODEL
+
+
+def clear_screen_cache() -> None:
+    """Forget every screened text (erasure: no erased text stays in this process)."""
+    if _MODEL is not None:
+        _MODEL.cached.cache_clear()  # type: ignore[attr-defined]
 
 
 def screen(text: str) -> Screening:

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import apsw
 import msgspec
+import numpy as np
 from pydantic import BaseModel
 
 from situated.embed.base import Vector
@@ -38,6 +39,8 @@ from situated.models import (
     utcnow,
 )
 from situated.store import lexical as lexicon
+from situated.store.ann import DEFAULT_ROWS as DEFAULT_ANN_ROWS
+from situated.store.ann import EXACT_BELOW, AnnConfig
 from situated.store.failures import Cursor as _Cursor
 from situated.store.failures import begin_immediate
 from situated.store.failures import stored as _stored
@@ -101,6 +104,17 @@ class StoredRecall:
 
 
 @dataclass(frozen=True)
+class RecallRow:
+    """A recall candidate's row: the record, its stored analysis (None unless current) and
+    its two vectors (None when the row has none)."""
+
+    record: MemoryRecord
+    analysis: bytes | None
+    content: Vector | None
+    state: Vector | None
+
+
+@dataclass(frozen=True)
 class RebuildReport:
     """The result of replaying the ledger against stored state."""
 
@@ -112,7 +126,10 @@ class RebuildReport:
 class Store:
     """The SQLite store. Not part of the public API; `Memory` is."""
 
-    def __init__(self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB) -> None:
+    def __init__(
+        self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB,
+        ann_rows: int = DEFAULT_ANN_ROWS,
+    ) -> None:
         self.path = str(path)
         self._writing = False
         self._fts_reset_due = False
@@ -147,7 +164,11 @@ class Store:
             raise
         self._data_version: object = None
         self._role_key_cache: dict[str, list[str]] = {}
-        self.resident = ResidentIndex(self.db, resident_mb)
+        self.resident = ResidentIndex(
+            self.db, resident_mb,
+            AnnConfig(rows=ann_rows, exact_below=min(EXACT_BELOW, ann_rows),
+                      directory=Path(f"{self.path}-ann")),
+        )
         self.keys = Keys(self)
 
     def close(self) -> None:
@@ -590,6 +611,29 @@ class Store:
             (version, *rids, *params),
         )
         return {int(r[0]): (_record(r[:-1]), r[-1]) for r in rows}
+
+    def recall_rows(
+        self, rids: Sequence[int], elig: Eligibility, version: int
+    ) -> dict[int, RecallRow]:
+        """`with_analyses` with both stored vectors of each row, in one gated read: what the
+        recall's later stages need of its candidates, without reading them again."""
+        if not rids:
+            return {}
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT {_SELECT}, CASE WHEN m.analysis_version = ? THEN m.analysis END, "
+            f"v.content, v.state FROM memories m LEFT JOIN vectors v ON v.rid = m.rid "
+            f"WHERE m.rid IN ({','.join('?' * len(rids))}) AND {where}",
+            (version, *rids, *params),
+        )
+        return {
+            int(r[0]): RecallRow(
+                _record(r[:-3]), r[-3],
+                None if r[-2] is None else np.frombuffer(r[-2], dtype=np.float32),
+                None if r[-1] is None else np.frombuffer(r[-1], dtype=np.float32),
+            )
+            for r in rows
+        }
 
     def set_analysis(self, rid: int, version: int, analysis: bytes | None) -> None:
         """Store a memory's analysis (derived data: no ledger event; call in a transaction).
