@@ -7,3 +7,9 @@ ENDPOINT_EMBEDDERS = frozenset({"openai"})
 """Embedders that take the `embedder_*` endpoint settings (`situated.config`)."""
 ENDPOINT_RECONSTRUCTORS = frozenset({"llm"})
 """Reconstructors that take the `reconstructor_*` endpoint settings."""
+DEFAULT_DISTILLER = "rules"
+DEFAULT_EXTRACTOR = "none"
+ENDPOINT_DISTILLERS = frozenset({"llm"})
+"""Distillers that take the `distiller_*` endpoint settings."""
+ENDPOINT_EXTRACTORS = frozenset({"llm"})
+"""Conversation extractors that take the `distiller_*` endpoint settings."""

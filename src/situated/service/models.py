@@ -367,6 +367,7 @@ class StatsDoc(_Doc):
     reconstructor: str
     maintenance_failures: dict[str, int]
     calibration: dict[str, Any] | None
+    attribute_schema: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class HealthDoc(_Doc):

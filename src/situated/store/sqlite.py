@@ -875,6 +875,15 @@ class Store:
         )
         return [_record(r) for r in rows]
 
+    def same_attribute(self, attribute: str, elig: Eligibility) -> list[MemoryRecord]:
+        """Memories `elig` reaches with this attribute (any entity), oldest first."""
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT {_SELECT} FROM memories m WHERE m.attribute = ? AND {where} ORDER BY m.rid",
+            (attribute, *params),
+        )
+        return [_record(r) for r in rows]
+
     def namespace_counters(
         self, memory_ids: Sequence[str], namespace: str, elig: Eligibility
     ) -> dict[str, tuple[float, float]]:
