@@ -49,6 +49,7 @@ from situated.cli_common import (
     parse_value,
     record_json,
 )
+from situated.cli_learn import register as _register_learning
 from situated.cli_serve import register as _register_doors
 from situated.embed import DEFAULT_EMBEDDER
 from situated.errors import InvalidInput
@@ -572,6 +573,10 @@ def learn(
     role: Roles = None,
     clearance: Clearance = "internal",
     actor: Actor = "cli",
+    distiller: Annotated[str | None, typer.Option(
+        "--distiller", metavar="NAME", help="rules or llm (its endpoint: SITUATED_DISTILLER_"
+        "BASE_URL, SITUATED_DISTILLER_MODEL); default: SITUATED_DISTILLER, else rules.",
+    )] = None,
 ) -> None:
     """Distil a finished episode into lesson proposals, one JSON line each.
 
@@ -596,7 +601,7 @@ def learn(
         reason = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
         raise InvalidInput("trajectory", f"cannot read {str(trajectory)!r:.80}: {reason}") from None
     with _memory(ctx) as mem:
-        for rec in mem.learn(text, principal=me):
+        for rec in mem.learn(text, principal=me, distiller=distiller):
             _emit(record_json(rec))
 
 
@@ -862,6 +867,7 @@ def demo(
 
 
 _register_doors(app)  # keys, serve, mcp
+_register_learning(app)  # add-conversation, export-training
 
 
 def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
