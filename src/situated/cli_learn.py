@@ -1,6 +1,7 @@
 """The CLI's learning commands: `situated add-conversation` (chat turns as notes, with an
-extractor's facts and preferences) and `situated export-training` (a training set for the
-reconstructor from the store's recalls and feedback). Registered on `situated.cli.app`."""
+extractor's facts and preferences), `situated export-training` (a training set for the
+reconstructor from the store's recalls and feedback) and `situated schema` (the learned
+attribute schema). Registered on `situated.cli.app`."""
 
 import json
 import sys
@@ -82,5 +83,69 @@ def add_conversation(
         _emit(Service(Pool.of(mem)).add_conversation(me, req).model_dump(mode="json"))
 
 
+def export_training(
+    ctx: typer.Context,
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    format: Annotated[str, typer.Option(
+        "--format", metavar="sft|preference", help="sft: {messages}; preference: {prompt, "
+        "chosen, rejected} (TRL's conversational formats).",
+    )] = "sft",
+    namespace: Annotated[str | None, typer.Option("--namespace", metavar="NAME")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", metavar="FILE", help="Write the JSONL here (default: stdout).",
+    )] = None,
+    inferred: Annotated[bool, typer.Option(
+        "--inferred", help="Also label by inferred outcomes (weaker).",
+    )] = False,
+) -> None:
+    """Export a training set for the reconstructor from your recalls and their feedback:
+    one JSON line per used memory, labelled by outcome, loadable with `datasets` and TRL.
+
+    Only what you may read is exported (your tenant; an admin exports one tenant at a
+    time); erased memories are absent. Fine-tune a model on it and serve it behind an
+    OpenAI-compatible endpoint for `--reconstructor llm` (README: "Training the
+    reconstructor").
+    """
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        rows = mem.export_training(principal=me, format=format, namespace=namespace,
+                                   inferred=inferred)
+        if out is None:
+            for row in rows:
+                _emit(row)
+            return
+        n = 0
+        with out.open("w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                n += 1
+        typer.echo(f"wrote {n} {format} examples to {out}", err=True)
+
+
+def schema(
+    ctx: typer.Context,
+    tenant: Tenant,
+    role: Roles = None,
+    clearance: Clearance = "internal",
+    actor: Actor = "cli",
+    memory: Annotated[str | None, typer.Option(
+        "--memory", metavar="ID", help="Only the entry of this memory's attribute.",
+    )] = None,
+) -> None:
+    """The learned attribute schema you may read: per attribute, the evidence that it holds
+    one value, the counter-evidence, the posterior and the decision; one JSON line each."""
+    from dataclasses import asdict
+
+    me = _principal(tenant, role, clearance, actor)
+    with _memory(ctx) as mem:
+        for entry in mem.attribute_schema(principal=me, memory_id=memory):
+            _emit(asdict(entry))
+
+
 def register(app: typer.Typer) -> None:
     app.command("add-conversation")(add_conversation)
+    app.command("export-training")(export_training)
+    app.command("schema")(schema)

@@ -43,7 +43,9 @@ from situated.learning.inferred import INFERRED_DIGEST, record_inferred
 from situated.learning.learned import LearnedReconstructor
 from situated.learning.lifecycle import LifecycleRules
 from situated.learning.maintenance import MaintenanceReport, run_maintenance
-from situated.learning.schema import AttributeSchema
+from situated.learning.schema import AttributeSchema, SchemaEntry
+from situated.learning.training import FORMATS
+from situated.learning.training import examples as training_examples
 from situated.models import (
     MAX_CONTENT_CHARS,
     OPEN_END,
@@ -1240,6 +1242,32 @@ class Memory:
             else None,
             attribute_schema=[asdict(e) for e in self.schema.entries(principal)],
         )
+
+    def export_training(
+        self, *, principal: Principal, format: str = "sft", namespace: str | None = None,
+        inferred: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        """Training examples for the reconstructor from this principal's recalls and their
+        feedback, in TRL's JSONL formats (`sft` or `preference`); see
+        `situated.learning.training`. Arguments are checked at the call."""
+        args.principal(principal)
+        fmt = args.text(format, "format", 20)
+        if fmt not in FORMATS:
+            raise InvalidInput("format", f"must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        _check_namespace(namespace)
+        args.flag(inferred, "inferred")
+        return training_examples(self.store, principal, fmt, namespace, inferred)  # type: ignore[arg-type]
+
+    def attribute_schema(
+        self, *, principal: Principal, memory_id: str | None = None
+    ) -> builtins.list[SchemaEntry]:
+        """What the store learned about attributes (`situated.learning.schema`): every entry
+        of the scopes the principal may read, or the entry of one memory's attribute."""
+        args.principal(principal)
+        if memory_id is None:
+            return self.schema.entries(principal)
+        entry = self.schema.entry_for(self.inspect(memory_id, principal=principal))
+        return [] if entry is None else [entry]
 
     def health(self) -> Health:
         """Integrity of the file, vectors present for every record, ledger replay, failures."""

@@ -121,14 +121,18 @@ class AttributeSchema:
         of its key with another value is there to replace."""
         if (rec.kind is not Kind.FACT and rec.attribute is not None and not rec.multi_valued
                 and REPLACEMENT.search(rec.content)):
-            self.replacement_stated(rec, actor)
+            self._replaces(rec, actor)
 
     def replacement_stated(self, rec: MemoryRecord, actor: Principal) -> None:
-        """`rec` says it replaces an earlier value (wording, or an extractor's judgement)."""
+        """Stored `rec` says it replaces an earlier value (an extractor's judgement)."""
+        if rec.state is LifecycleState.ACTIVE:  # a held proposal is no evidence yet
+            self._replaces(rec, actor)
+
+    def _replaces(self, rec: MemoryRecord, actor: Principal) -> None:
         if rec.entity is None or rec.attribute is None or rec.multi_valued:
             return
-        if rec.state is not LifecycleState.ACTIVE or rec.kind is Kind.FACT:
-            return  # facts supersede anyway; a held proposal is no evidence yet
+        if rec.kind is Kind.FACT:
+            return  # facts supersede anyway
         older = [o for o in self._same_scope_key(rec)
                  if o.id != rec.id and o.value != rec.value
                  and o.validity.recorded_at <= rec.validity.recorded_at]

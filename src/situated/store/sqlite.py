@@ -1036,6 +1036,27 @@ class Store:
             )
         ]
 
+    def labelled_recalls_of(
+        self, reader: Principal, namespace: str | None = None, inferred: bool = False
+    ) -> list[tuple[str, dict[str, Any], bool, tuple[str, ...]]]:
+        """(recall id, payload, success, used) of the recalls with feedback the reader may
+        see (`scope.recall_where`: its tenant, principals it dominates), oldest first;
+        inferred outcomes only when asked."""
+        where, params = self._recall_where(reader, "r")
+        extra, more = "", []
+        if namespace is not None:
+            extra, more = " AND r.namespace = ?", [namespace]
+        if not inferred:
+            extra += " AND f.inferred = 0"
+        return [
+            (str(i), json.loads(p), bool(s), tuple(json.loads(u)))
+            for i, p, s, u in self._all(
+                f"SELECT r.id, r.payload, f.success, f.used FROM {RECALLS}.recalls r "
+                f"JOIN feedback f ON f.recall_id = r.id WHERE {where}{extra} ORDER BY r.at",
+                (*params, *more),
+            )
+        ]
+
     def count_labelled_recalls(self, tenant: str, scope: System) -> int:
         """How many of the tenant's recalls have feedback (what `labelled_recalls` returns)."""
         row = self._one("SELECT COUNT(*) FROM feedback WHERE tenant = ?", (tenant,))
