@@ -3,6 +3,11 @@ evidence and replacement wording, supersedes retroactively, and counter-evidence
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from situated import Memory, Principal
@@ -132,3 +137,15 @@ def test_replacement_wording_is_evidence_and_stays_in_its_scope(
     assert {e["attribute"] for e in mem.stats(principal=secret).attribute_schema} == {
         "seat", "lounge"}
     assert {e["attribute"] for e in mem.stats(principal=acme).attribute_schema} == {"seat"}
+
+
+def test_the_example_runs(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(root / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    run = subprocess.run([sys.executable, str(root / "examples" / "attribute_schema.py"),
+                          str(tmp_path / "ex.db")], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "erin front: INVALIDATED" in run.stdout and "decision undecided -> single" in (
+        run.stdout)
