@@ -17,9 +17,9 @@ from situated.store.ledger import EventType
 
 
 def _pref(mem: Memory, who: Principal, entity: str, value: str, text: str = "",
-          **kw: object) -> MemoryRecord:
+          namespace: str = "travel", **kw: object) -> MemoryRecord:
     return mem.add(text or f"{entity.title()} prefers the {value} seat.", principal=who,
-                   kind="preference", namespace="travel", entity=entity, attribute="seat",
+                   kind="preference", namespace=namespace, entity=entity, attribute="seat",
                    value=value, **kw)  # type: ignore[arg-type]
 
 
@@ -63,6 +63,9 @@ def test_single_valued_learned_from_failures_supersedes_retroactively(
     new = _pref(mem, acme, "dana", "window")
     erin_old = _pref(mem, acme, "erin", "front")  # a conflict no outcome ever touched
     erin_new = _pref(mem, acme, "erin", "back")
+    fay_old = _pref(mem, acme, "fay", "aisle", namespace="trains")  # another namespace
+    fay_new = _pref(mem, acme, "fay", "window", namespace="trains")
+    dana_train = _pref(mem, acme, "dana", "aisle", namespace="trains")  # one value there
     for n in range(2):
         _use(mem, acme, old, success=False)
         assert _state(mem, acme, old) is LifecycleState.ACTIVE, n  # not yet: below threshold
@@ -70,7 +73,9 @@ def test_single_valued_learned_from_failures_supersedes_retroactively(
     _use(mem, acme, old, success=False)  # the third piece of evidence
     assert _state(mem, acme, old) is LifecycleState.INVALIDATED
     assert _state(mem, acme, erin_old) is LifecycleState.INVALIDATED  # retroactively
-    assert {_state(mem, acme, r) for r in (new, erin_new)} == {LifecycleState.ACTIVE}
+    assert _state(mem, acme, fay_old) is LifecycleState.INVALIDATED
+    assert {_state(mem, acme, r) for r in (new, erin_new, fay_new, dana_train)} == {
+        LifecycleState.ACTIVE}  # the newest per namespace and entity stays
     assert mem.inspect(erin_old.id, principal=acme).superseded_by == erin_new.id
     [entry] = mem.stats(principal=acme).attribute_schema
     assert entry["attribute"] == "seat" and entry["decision"] == "single"

@@ -132,6 +132,18 @@ def test_bad_input_names_the_argument(mem: Memory, acme: Principal) -> None:
     assert mem.stats(principal=acme).memories_by_state == {}
 
 
+def test_a_caller_mistake_is_found_before_the_model_is_asked(
+    mem: Memory, acme: Principal, srv: OpenAIStub
+) -> None:
+    srv.chat.always(chat_reply(ITEMS))
+    with pytest.raises(InvalidInput) as e:
+        mem.add_conversation(CHAT, principal=acme, extractor=_llm(srv),
+                             classification="top-secret")
+    assert e.value.field == "classification"
+    assert srv.chat_requests == [] and mem.health().failures == {}
+    assert mem.stats(principal=acme).memories_by_state == {}
+
+
 def _cli(tmp_path: Path, *argv: str, stdin: str | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     import os

@@ -207,3 +207,15 @@ def test_bad_selection_names_the_argument(mem: Memory, acme: Principal) -> None:
     with pytest.raises(InvalidInput):
         mem.learn(TRAJECTORY, principal=acme, distiller=object())  # type: ignore[arg-type]
     assert mem.stats(principal=acme).memories_by_state == {}
+
+
+def test_the_rules_distiller_ignores_the_model_endpoint_settings(
+    tmp_path: Path, acme: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The distiller_* endpoint also serves the extractor: setting it must not break rules."""
+    monkeypatch.setenv("SITUATED_DISTILLER", "rules")
+    monkeypatch.setenv("SITUATED_DISTILLER_MODEL", "for-the-extractor")
+    with Memory(tmp_path / "r.db", embedder="hash") as mem:
+        assert mem.learn(TRAJECTORY, principal=acme)[0].content.startswith("To boil water")
+        assert mem.add_conversation([{"speaker": "a", "content": "hello"}],
+                                    principal=acme).extractor == "none"

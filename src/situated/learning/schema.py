@@ -201,19 +201,22 @@ class AttributeSchema:
                 == (rec.scope.roles, rec.scope.classification)]
 
     def _supersede_conflicts(self, rec: MemoryRecord, actor: Principal) -> None:
-        """Retroactively: per entity of `rec`'s attribute in its scope, every older value
-        (not multi-valued) is superseded by the newest one."""
+        """Retroactively: per namespace and entity of `rec`'s attribute in its scope (roles
+        and classification), every older value (not multi-valued) is superseded by the
+        newest one."""
         assert rec.attribute is not None
-        live = Eligibility.readers_of(rec.scope, (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE))
-        by_entity: dict[str, list[MemoryRecord]] = {}
+        live = Eligibility.readers_of(
+            rec.scope, (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE), same_namespace=False
+        )
+        groups: dict[tuple[str, str], list[MemoryRecord]] = {}
         for o in self.store.same_attribute(rec.attribute, live):
             if (o.entity is not None and not o.multi_valued
                     and (o.scope.roles, o.scope.classification)
                     == (rec.scope.roles, rec.scope.classification)
                     and o.validity.valid_until > utcnow()):
-                by_entity.setdefault(o.entity, []).append(o)
+                groups.setdefault((o.scope.namespace, o.entity), []).append(o)
         own = Eligibility(actor, states=ALL_STATES)
-        for values in by_entity.values():
+        for values in groups.values():
             values.sort(key=lambda o: (o.validity.valid_from, o.validity.recorded_at))
             newest = values[-1]
             for old in values[:-1]:

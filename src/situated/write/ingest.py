@@ -53,6 +53,8 @@ def ingest_conversation(
     conv, sid = parse_conversation(messages, session, namespace)
     scope = {"classification": classification, "consent": consent}
     notes = [n | scope for n in note_items(conv, sid)]
+    for n in notes:  # the caller's mistakes are found before a model is asked or counted
+        mem._build(principal=principal, **_args(n))
     items, error = run_extractor(mem.store, extractor, conv)
     items = sorted(items, key=lambda i: i.turn)
     planned = []

@@ -32,6 +32,8 @@ log = logging.getLogger("situated")
 _DISTILLERS: dict[str, Callable[..., Distiller]] = {}
 _EXTRACTORS: dict[str, Callable[..., Extractor]] = {}
 _ENDPOINT_FIELDS = frozenset({"base_url", "model", "api_key", "timeout", "max_retries"})
+_NO_OPTIONS = frozenset({"rules", "none"})
+"""Built-ins without a model: the `distiller_*` endpoint settings are not theirs."""
 
 
 def register_distiller(name: str, factory: Callable[..., Distiller]) -> None:
@@ -112,7 +114,7 @@ class Writers:
         if name not in registry:
             raise InvalidInput(kind, f"unknown {kind} {name!r} (known: {', '.join(registry)})")
         configured = {}
-        if name in _takers(kind) or given or self._settings is not None:
+        if name not in _NO_OPTIONS and (name in _takers(kind) or self._settings is not None):
             configured = getattr(self._settings_now(), f"{kind}_options")(name)
         key = (kind, name, repr(sorted({**configured, **given}.items())))
         if key not in self._built:
