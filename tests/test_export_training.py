@@ -9,13 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import datasets  # the test extra installs it
 import pytest
 
-datasets = pytest.importorskip("datasets")
-
-from situated import Memory, Principal, State  # noqa: E402
-from situated.errors import InvalidInput  # noqa: E402
-from situated.recall.reconstruct.llm import SYSTEM_PROMPT, Answer  # noqa: E402
+from situated import Memory, Principal, State
+from situated.errors import InvalidInput
+from situated.recall.reconstruct.llm import SYSTEM_PROMPT, Answer
 
 ADMIN = Principal("acme", {"support", "admin"}, "restricted", "root")
 
