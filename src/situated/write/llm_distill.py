@@ -57,8 +57,10 @@ Fields of each lesson:
 - first_step, last_step: the step numbers (the "n" of the steps) the lesson comes from; \
 a failure lesson usually has first_step == last_step == the failed step.
 - lesson: one or two plain sentences.
-- conditions: predicates over the facts of the first step that must hold for the lesson to \
-apply, such as "stove_on == false" or "price <= 50"; only facts that step lists; [] if none.
+- conditions: predicates that must hold for the lesson to apply, such as "stove_on == false" \
+or "price <= 50", over the facts of the state it was learned in (a failure: the failed step's \
+facts; a success: its first step's facts and those first listed by its later steps); only \
+facts those steps list; [] if none.
 
 Answer with one JSON object following the given schema, and nothing else.
 Prompt version {PROMPT_VERSION}."""
