@@ -20,9 +20,6 @@ from situated.cli_common import (
     _principal,
 )
 from situated.errors import InvalidInput
-from situated.models import validate_input
-from situated.service import Pool, Service
-from situated.service.models import ConversationRequest
 
 
 def _read(path: Path, field: str) -> str:
@@ -62,6 +59,10 @@ def add_conversation(
        "messages": [{"speaker": "alice", "content": "I moved to Berlin."},
                     {"role": "assistant", "content": "Noted."}]}
     """
+    from situated.models import validate_input
+    from situated.service import Pool, Service
+    from situated.service.models import ConversationRequest
+
     me = _principal(tenant, role, clearance, actor)
     text = _read(file, "messages")
     try:
