@@ -731,6 +731,22 @@ class Script:
             return None if got == want else f"stats {got}, expected {want}"
 
         r.probe("stats", who, lambda: r.mem.stats(principal=who), write=False, expect=expect)
+        # the other counted reads, probed with stats (the generated scripts stay as they were)
+        self.op_export_training(who)
+        self.op_schema(who)
+
+    def op_export_training(self, who: Principal, s: Any = None) -> None:
+        """The training export: only recalls and memories `who` may see (scanned)."""
+        r = self.r
+        for fmt in ("sft", "preference"):
+            r.probe("export_training", who,
+                    lambda fmt=fmt: list(r.mem.export_training(principal=who, format=fmt)),
+                    write=False)
+
+    def op_schema(self, who: Principal, s: Any = None) -> None:
+        """The attribute schema (scanned: no out-of-scope id or text)."""
+        r = self.r
+        r.probe("schema", who, lambda: r.mem.attribute_schema(principal=who), write=False)
 
     def visible_recalls(self, b: Snap, who: Principal) -> list[str]:
         """Recall ids `who` may see, newest first (time, then the recall file's seq)."""

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from situated import arguments as args
 from situated.errors import UsageError
 from situated.learning.maintenance import MaintenanceReport
+from situated.learning.schema import SchemaEntry
 from situated.memory import FeedbackResult, Health, Memory, Stats
 from situated.models import MemoryRecord
 from situated.recall.briefing import Briefing
@@ -29,6 +30,7 @@ from situated.service.operations import Pool
 from situated.store.ledger import LedgerEvent
 from situated.store.sqlite import RebuildReport
 from situated.write.gates import WritePolicy
+from situated.write.ingest import ConversationResult
 
 T = TypeVar("T")
 MAX_WORKERS = 32
@@ -131,6 +133,11 @@ class AsyncMemory:
         result: builtins.list[MemoryRecord] = await self._call("learn", trajectory, **kwargs)
         return result
 
+    async def add_conversation(self, messages: Any, **kwargs: Any) -> ConversationResult:
+        """`Memory.add_conversation`: chat turns as notes, plus the extractor's proposals."""
+        result: ConversationResult = await self._call("add_conversation", messages, **kwargs)
+        return result
+
     async def promote(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
         """`Memory.promote`: approve a proposal held for review."""
         result: MemoryRecord = await self._call("promote", memory_id, **kwargs)
@@ -205,6 +212,21 @@ class AsyncMemory:
         if self._closed:
             raise UsageError("this AsyncMemory is closed")
         return await self._submit(read_all)
+
+    async def export_training(self, **kwargs: Any) -> builtins.list[dict[str, Any]]:
+        """`Memory.export_training`, read to the end in the worker: the training examples."""
+
+        def read_all(mem: Memory) -> builtins.list[dict[str, Any]]:
+            return builtins.list(mem.export_training(**kwargs))
+
+        if self._closed:
+            raise UsageError("this AsyncMemory is closed")
+        return await self._submit(read_all)
+
+    async def attribute_schema(self, **kwargs: Any) -> builtins.list[SchemaEntry]:
+        """`Memory.attribute_schema`: what the store learned about attributes."""
+        result: builtins.list[SchemaEntry] = await self._call("attribute_schema", **kwargs)
+        return result
 
     async def ledger(self, **kwargs: Any) -> builtins.list[LedgerEvent]:
         """`Memory.ledger`: the events the principal may see."""

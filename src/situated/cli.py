@@ -56,6 +56,7 @@ from situated.cli_common import (
     record_json,
 )
 from situated.cli_eval import register as _register_eval
+from situated.cli_learn import register as _register_learning
 from situated.cli_serve import register as _register_doors
 from situated.defaults import DEFAULT_EMBEDDER
 from situated.errors import InvalidInput
@@ -673,6 +674,10 @@ def learn(
     actor: Actor = "cli",
     plain: Plain = False,
     as_json: AsJson = False,
+    distiller: Annotated[str | None, typer.Option(
+        "--distiller", metavar="NAME", help="rules or llm (its endpoint: SITUATED_DISTILLER_"
+        "BASE_URL, SITUATED_DISTILLER_MODEL); default: SITUATED_DISTILLER, else rules.",
+    )] = None,
 ) -> None:
     """Distil a finished episode into lesson proposals, one JSON line each (with its gates).
 
@@ -701,7 +706,7 @@ def learn(
         raise InvalidInput("trajectory", f"cannot read {str(trajectory)!r:.80}: {reason}") from None
     with _memory(ctx) as mem:
         learned = [(rec, mem.gate_results(rec.id, principal=me))
-                   for rec in mem.learn(text, principal=me)]
+                   for rec in mem.learn(text, principal=me, distiller=distiller)]
     if people:
         _print_proposals("lessons learned", learned)
         return
@@ -776,6 +781,7 @@ def maintain(ctx: typer.Context, plain: Plain = False, as_json: AsJson = False) 
 
 _register_doors(app)  # keys, serve, mcp
 _register_eval(app)  # eval, demo
+_register_learning(app)  # add-conversation, export-training
 
 
 def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,

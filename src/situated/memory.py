@@ -43,6 +43,9 @@ from situated.learning.inferred import INFERRED_DIGEST, record_inferred
 from situated.learning.learned import LearnedReconstructor
 from situated.learning.lifecycle import LifecycleRules
 from situated.learning.maintenance import MaintenanceReport, run_maintenance
+from situated.learning.schema import AttributeSchema, SchemaEntry
+from situated.learning.training import FORMATS
+from situated.learning.training import examples as training_examples
 from situated.models import (
     MAX_CONTENT_CHARS,
     OPEN_END,
@@ -87,7 +90,7 @@ from situated.store.scope import (
     default_classification,
 )
 from situated.store.sqlite import RebuildReport, Store
-from situated.write.distill import Distiller, RulesDistiller, Trajectory
+from situated.write.distill import Distiller, Trajectory
 from situated.write.gates import (
     DEFAULT_GATES,
     Gate,
@@ -97,7 +100,9 @@ from situated.write.gates import (
     WritePolicy,
     run_gates,
 )
+from situated.write.ingest import ConversationResult, ingest_conversation
 from situated.write.promotion import AutoPromote, PromotionPolicy
+from situated.write.writers import Writers, run_distiller
 
 if TYPE_CHECKING:
     from situated.config import Settings
@@ -178,6 +183,9 @@ class Stats:
     maintenance_failures: dict[str, int] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
     """For the `learned` reconstructor: examples and Brier scores (train, held out)."""
+    attribute_schema: builtins.list[dict[str, Any]] = field(default_factory=builtins.list)
+    """What the store learned about attributes in the scopes this principal may read
+    (`situated.learning.schema`)."""
 
 
 @dataclass(frozen=True)
@@ -296,7 +304,9 @@ class Memory:
             reconstructor, "reconstructor", DEFAULT_RECONSTRUCTOR, get_reconstructor,
             given_reconstructor_options, settings, Reconstructor, "a Reconstructor or a name",
         )
+        self.writers = Writers(settings)  # distillers and extractors, built on first use
         self.store = Store(file, resident_mb=resident_mb, ann_rows=ann_rows)
+        self.schema = AttributeSchema(self.store)  # which attributes hold one value
         try:
             self.reconstructor.bind(self.store)
             ref = self.store.embedder_ref()
@@ -323,6 +333,7 @@ class Memory:
         return done
 
     def close(self) -> None:
+        self.writers.close()
         self.store.close()
 
     def write_policy(self, namespace: str) -> WritePolicy:
@@ -672,10 +683,13 @@ class Memory:
     def _supersede_same_key(self, rec: MemoryRecord, writer: Principal) -> None:
         """A single-valued fact closes the validity of older facts with its (entity, attribute).
 
-        Multi-valued attributes never supersede; a new single-valued fact that reads like an
-        additional value ("also", "another", "as well") still supersedes, with a warning.
+        Only facts and attributes learned single-valued supersede (`situated.learning.schema`;
+        preferences and notes keep every value); multi-valued memories never do. A new fact
+        that reads like an additional value ("also", "another") still supersedes, with a
+        warning.
         """
-        if rec.entity is None or rec.attribute is None or rec.multi_valued:
+        self.schema.promoted(rec, writer)  # replacement wording is schema evidence
+        if rec.entity is None or rec.attribute is None or not self.schema.supersedes(rec):
             return
         for old in self.store.same_key(
             rec.entity, rec.attribute, Eligibility.readers_of(
@@ -774,7 +788,8 @@ class Memory:
         trajectory: Trajectory | Mapping[str, Any] | str,
         *,
         principal: Principal,
-        distiller: Distiller | None = None,
+        distiller: Distiller | str | None = None,
+        distiller_options: Mapping[str, Any] | None = None,
         classification: Classification | str | None = None,
         source_classification: Classification | str | None = None,
         consent: str | None = None,
@@ -786,19 +801,22 @@ class Memory:
             trajectory: a `Trajectory`, its dict, or its JSON text: one object with
                 `episode_id`, `task`, `steps` (each with `observation`, `facts`, `action`,
                 `result`) and `outcome` (`success`, `reward`); see `situated.write.distill`.
+            principal: who proposes (tenant and actor).
+            distiller: a `Distiller` or a registered name (`rules`, `llm`); default: the
+                `distiller` setting, else `rules`. A model's failure falls back to `rules`
+                (counted in `health`); a model's lessons are never above `inferred`.
+            distiller_options: keyword arguments for a distiller given by name, over the
+                `distiller_*` settings (e.g. `{"base_url": ..., "model": ...}`).
 
         Raises:
             InvalidInput: the trajectory is not JSON, not an object, or a field is missing or
                 wrong (named, e.g. `trajectory.steps.0.facts`); nothing is written.
-            principal: who proposes (tenant and actor).
-            distiller: `RulesDistiller()` by default; an LLM distiller writes the same drafts.
 
         Returns:
             The stored records (promoted, held, or existing ones reinforced).
         """
         args.principal(principal)
-        if distiller is not None:
-            args.has_methods(distiller, "distiller", "distill")
+        chosen = self.writers.distiller(distiller, distiller_options)
         _source_level(source_classification)
         if isinstance(trajectory, str):
             traj = _trajectory_from_json(trajectory)
@@ -806,24 +824,54 @@ class Memory:
             traj = trajectory
         else:
             traj = validate_input("trajectory", lambda: Trajectory.model_validate(trajectory))
-        drafts = (distiller or RulesDistiller()).distill(traj)
+        auth = parse_authority(authority)
+        drafts = run_distiller(self.store, chosen, traj)
         records = [
             self._build(
                 d.content, principal, Kind.LESSON, traj.namespace, d.state, d.action,
                 d.success, traj.outcome.reward, traj.episode_id, d.step, d.evidence,
                 d.conditions, None, None, None, False, (), classification, consent,
-                authority, None, None, None,
+                min(auth, Authority.INFERRED) if d.model_written else auth, None, None, None,
             )
             for d in drafts
         ]  # all validated before anything is written
-        name = getattr(distiller or RulesDistiller(), "name", "custom")
+        name = getattr(chosen, "name", "custom")
         return [
             self._propose(
                 rec, principal, source_classification, f"distilled by {name}",
-                {"episode_id": traj.episode_id, "failure_lesson": d.failure_lesson},
+                {"episode_id": traj.episode_id, "failure_lesson": d.failure_lesson}
+                | ({"provenance": dict(d.provenance)} if d.provenance else {}),
             )
             for rec, d in zip(records, drafts, strict=True)
         ]
+
+    def add_conversation(
+        self,
+        messages: Any,
+        *,
+        principal: Principal,
+        session: str | None = None,
+        namespace: str | None = None,
+        extractor: Any = None,
+        extractor_options: Mapping[str, Any] | None = None,
+        classification: Classification | str | None = None,
+        consent: str | None = None,
+    ) -> ConversationResult:
+        """Store chat turns as notes (speaker and session as provenance) and propose the
+        facts and preferences an extractor finds in them; see `situated.write.conversation`.
+
+        Args:
+            messages: a list of turns (`speaker` or `role`, `content`), a conversation object
+                (`session`, `namespace`, `messages`), or its JSON text.
+            session: the session id (default: the document's, else a new one).
+            extractor: an `Extractor` or a registered name (`none`, `llm`); default: the
+                `extractor` setting, else `none`. A model's failure stores the notes alone
+                (counted in `health`); extracted items are proposals at authority `inferred`.
+        """
+        return ingest_conversation(
+            self, messages, principal, session, namespace,
+            self.writers.extractor(extractor, extractor_options), classification, consent,
+        )
 
     def revoke_consent(self, consent: str, *, principal: Principal, reason: str) -> int:
         """Withdraw a consent: every memory under it that the principal may read becomes
@@ -1014,11 +1062,20 @@ class Memory:
             for mid in blamed:
                 old = self.store.get(mid, own)
                 newer = self._newer_same_key(old)
-                if newer is not None:
+                if newer is not None and self.schema.supersedes(old):
                     self._supersede(old, newer, principal,
                                     "failed while a newer value exists (outcome-triggered)",
                                     at=utcnow())
                     transitions.append((mid, LifecycleState.INVALIDATED.value))
+                elif newer is not None:  # evidence for the attribute schema, may supersede
+                    self.schema.failure_after_newer(old, newer, principal)
+                    if self.store.get(mid, own).state is LifecycleState.INVALIDATED:
+                        transitions.append((mid, LifecycleState.INVALIDATED.value))
+            for mid in credited:  # an older value still right after a newer one: counter
+                old = self.store.get(mid, own)
+                newer = self._newer_same_key(old)
+                if newer is not None and not self.schema.supersedes(old):
+                    self.schema.credit_after_newer(old, newer, principal)
         return FeedbackResult(recall_id, credited, blamed, exposed, tuple(transitions))
 
     def infer_feedback(
@@ -1241,7 +1298,34 @@ class Memory:
             # principal that may see all of them
             and fb >= self.store.count_labelled_recalls(t, SYSTEM)
             else None,
+            attribute_schema=[asdict(e) for e in self.schema.entries(principal)],
         )
+
+    def export_training(
+        self, *, principal: Principal, format: str = "sft", namespace: str | None = None,
+        inferred: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        """Training examples for the reconstructor from this principal's recalls and their
+        feedback, in TRL's JSONL formats (`sft` or `preference`); see
+        `situated.learning.training`. Arguments are checked at the call."""
+        args.principal(principal)
+        fmt = args.text(format, "format", 20)
+        if fmt not in FORMATS:
+            raise InvalidInput("format", f"must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        _check_namespace(namespace)
+        args.flag(inferred, "inferred")
+        return training_examples(self.store, principal, fmt, namespace, inferred)  # type: ignore[arg-type]
+
+    def attribute_schema(
+        self, *, principal: Principal, memory_id: str | None = None
+    ) -> builtins.list[SchemaEntry]:
+        """What the store learned about attributes (`situated.learning.schema`): every entry
+        of the scopes the principal may read, or the entry of one memory's attribute."""
+        args.principal(principal)
+        if memory_id is None:
+            return self.schema.entries(principal)
+        entry = self.schema.entry_for(self.inspect(memory_id, principal=principal))
+        return [] if entry is None else [entry]
 
     def health(self) -> Health:
         """Integrity of the file, vectors present for every record, ledger replay, failures."""

@@ -27,6 +27,8 @@ from situated.service.models import (
     AddManyRequest,
     AddRequest,
     BriefingDoc,
+    ConversationDoc,
+    ConversationRequest,
     ErasedDoc,
     EraseRequest,
     EventDoc,
@@ -117,6 +119,11 @@ def create_app(
         response_model=list[GatedDoc])
     def learn(who: Who, req: LearnRequest) -> Response:
         return _send(service.learn(who, req))
+
+    @app.post("/v1/conversations", tags=["write"], response_model=ConversationDoc,
+        summary="Store chat turns as notes; extract facts and preferences")
+    def add_conversation(who: Who, req: ConversationRequest) -> Response:
+        return _send(service.add_conversation(who, req))
 
     @app.post("/v1/recall", tags=["recall"], summary="Compile guidance for the present state",
         response_model=BriefingDoc)

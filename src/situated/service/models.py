@@ -149,6 +149,19 @@ class LearnRequest(_Request):
     """A finished episode (`situated.write.distill.Trajectory`) to distil into lessons."""
 
     trajectory: dict[str, Any]
+    distiller: str | None = Field(default=None, description="A registered distiller (`rules`, "
+                                  "`llm`); default: the server's configured one")
+
+
+class ConversationRequest(_Request):
+    """Chat turns to store as notes (`situated.write.conversation`); an extractor may propose
+    the facts and preferences they state."""
+
+    messages: list[dict[str, Any]] = Field(min_length=1, max_length=2000)
+    session: str | None = None
+    namespace: str | None = None
+    extractor: str | None = Field(default=None, description="A registered extractor (`none`, "
+                                  "`llm`); default: the server's configured one")
 
 
 class RevokeRequest(_Request):
@@ -486,6 +499,7 @@ class StatsDoc(_Doc):
     reconstructor: str
     maintenance_failures: dict[str, int]
     calibration: dict[str, Any] | None
+    attribute_schema: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class HealthDoc(_Doc):
@@ -514,6 +528,16 @@ class RevokedDoc(_Doc):
 
 class ErasedDoc(_Doc):
     erased: str
+
+
+class ConversationDoc(_Doc):
+    """What `add_conversation` stored: a note per turn, the extracted proposals."""
+
+    session: str
+    notes: list[MemoryDoc]
+    proposals: list[MemoryDoc]
+    extractor: str
+    extractor_error: str | None
 
 
 class KeyDoc(_Doc):

@@ -29,6 +29,8 @@ from situated.service.models import (
     AddManyRequest,
     AddRequest,
     BriefingDoc,
+    ConversationDoc,
+    ConversationRequest,
     ErasedDoc,
     EventDoc,
     FeedbackDoc,
@@ -164,7 +166,20 @@ class Service:
 
     def learn(self, who: Principal, req: LearnRequest) -> list[GatedDoc]:
         with self.pool.use() as mem:
-            return [_gated(mem, who, r) for r in mem.learn(req.trajectory, principal=who)]
+            return [_gated(mem, who, r)
+                    for r in mem.learn(req.trajectory, principal=who, distiller=req.distiller)]
+
+    def add_conversation(self, who: Principal, req: ConversationRequest) -> ConversationDoc:
+        with self.pool.use() as mem:
+            done = mem.add_conversation(
+                req.messages, principal=who, session=req.session, namespace=req.namespace,
+                extractor=req.extractor,
+            )
+        return ConversationDoc(
+            session=done.session, notes=[MemoryDoc.of(r) for r in done.notes],
+            proposals=[MemoryDoc.of(r) for r in done.proposals], extractor=done.extractor,
+            extractor_error=done.extractor_error,
+        )
 
     # -- recall and feedback ----------------------------------------------------------------
 

@@ -927,6 +927,15 @@ class Store:
         )
         return [_record(r) for r in rows]
 
+    def same_attribute(self, attribute: str, elig: Eligibility) -> list[MemoryRecord]:
+        """Memories `elig` reaches with this attribute (any entity), oldest first."""
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT {_SELECT} FROM memories m WHERE m.attribute = ? AND {where} ORDER BY m.rid",
+            (attribute, *params),
+        )
+        return [_record(r) for r in rows]
+
     def namespace_counters(
         self, memory_ids: Sequence[str], namespace: str, elig: Eligibility
     ) -> dict[str, tuple[float, float]]:
@@ -1076,6 +1085,27 @@ class Store:
                 f"SELECT r.payload, f.success, f.used FROM {RECALLS}.recalls r JOIN feedback f "
                 "ON f.recall_id = r.id WHERE r.tenant = ? ORDER BY r.at",
                 (tenant,),
+            )
+        ]
+
+    def labelled_recalls_of(
+        self, reader: Principal, namespace: str | None = None, inferred: bool = False
+    ) -> list[tuple[str, dict[str, Any], bool, tuple[str, ...]]]:
+        """(recall id, payload, success, used) of the recalls with feedback the reader may
+        see (`scope.recall_where`: its tenant, principals it dominates), oldest first;
+        inferred outcomes only when asked."""
+        where, params = self._recall_where(reader, "r")
+        extra, more = "", []
+        if namespace is not None:
+            extra, more = " AND r.namespace = ?", [namespace]
+        if not inferred:
+            extra += " AND f.inferred = 0"
+        return [
+            (str(i), json.loads(p), bool(s), tuple(json.loads(u)))
+            for i, p, s, u in self._all(
+                f"SELECT r.id, r.payload, f.success, f.used FROM {RECALLS}.recalls r "
+                f"JOIN feedback f ON f.recall_id = r.id WHERE {where}{extra} ORDER BY r.at",
+                (*params, *more),
             )
         ]
 

@@ -176,6 +176,9 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     return out
 
 
+Answer = _Answer
+"""The answer's model, public for what writes answers (`situated.learning.training`)."""
+
 RESPONSE_SCHEMA: dict[str, Any] = strict_schema(_Answer)
 """The JSON schema the model's answer must follow, generated from `_Answer`."""
 
