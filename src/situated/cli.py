@@ -49,6 +49,7 @@ from situated.cli_common import (
     parse_value,
     record_json,
 )
+from situated.cli_import import register as _register_import
 from situated.cli_serve import register as _register_doors
 from situated.embed import DEFAULT_EMBEDDER
 from situated.errors import InvalidInput
@@ -862,6 +863,7 @@ def demo(
 
 
 _register_doors(app)  # keys, serve, mcp
+_register_import(app)  # import
 
 
 def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import apsw
 import msgspec
+import numpy as np
 from pydantic import BaseModel
 
 from situated.embed.base import Vector
@@ -38,6 +39,7 @@ from situated.models import (
     utcnow,
 )
 from situated.store import lexical as lexicon
+from situated.store.bulk import NewRow, insert_rows
 from situated.store.failures import Cursor as _Cursor
 from situated.store.failures import begin_immediate
 from situated.store.failures import stored as _stored
@@ -61,6 +63,7 @@ from situated.store.resident import (
     ResidentIndex,
     Slice,
     tokens,
+    top,
 )
 from situated.store.scope import (
     ALL_STATES,
@@ -348,6 +351,16 @@ class Store:
             {"kind": rec.kind.value, "namespace": sc.namespace} | (extra or {}),
         )
         return rid
+
+    def insert_many(self, rows: Sequence[NewRow]) -> list[int]:
+        """`insert` and the events of each row, set-based (`store.bulk`); call inside
+        `transaction()`. Every writer must be allowed to write its row's scope."""
+        for r in rows:
+            check_write(r.writer, r.record.scope)
+        rids = insert_rows(self.db, rows)
+        for tenant in {r.record.scope.tenant for r in rows}:
+            self._role_key_cache.pop(tenant, None)
+        return rids
 
     def append_event(
         self,
@@ -864,6 +877,38 @@ class Store:
             (fingerprint, *params),
         )
         return None if row is None else _record(row)
+
+    def fingerprints_among(self, fingerprints: Sequence[str], elig: Eligibility) -> set[str]:
+        """Which of these exact-duplicate keys `elig` reaches (`by_fingerprint` is not None)."""
+        if not fingerprints:
+            return set()
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT DISTINCT m.fingerprint FROM memories m WHERE m.fingerprint IN "
+            f"({','.join('?' * len(fingerprints))}) AND {where}",
+            (*fingerprints, *params),
+        )
+        return {str(r[0]) for r in rows}
+
+    def dense_many(
+        self, field: str, queries: Vector, k: int, elig: Eligibility
+    ) -> list[list[tuple[int, float]]]:
+        """`dense` for each row of `queries`, in one read snapshot (one matrix product over
+        the resident slice when there is one)."""
+        with self.snapshot():
+            s = self._slice(elig)
+            if s is None:
+                return [self.dense(field, q, k, elig) for q in queries]
+            rows = np.flatnonzero(s.mask(elig, self._allowed_keys(elig)))
+            if not len(rows) or k <= 0:
+                return [[] for _ in queries]
+            sims = s.matrix(field)[rows] @ np.asarray(queries, dtype=np.float32).T
+            full = np.zeros(s.n, dtype=np.float32)
+            out = []
+            for j in range(sims.shape[1]):
+                full[rows] = sims[:, j]
+                out.append([(int(s.rids[i]), float(full[i])) for i in top(full, rows, k)])
+            return out
 
     def same_key(self, entity: str, attribute: str, elig: Eligibility) -> list[MemoryRecord]:
         """Facts `elig` reaches with this (entity, attribute), oldest first."""
