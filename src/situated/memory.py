@@ -64,7 +64,7 @@ from situated.models import (
     validate_input,
 )
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
-from situated.recall.analysis import clear_text_caches, stored_form
+from situated.recall.analysis import stored_form
 from situated.recall.briefing import Briefing
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
@@ -89,7 +89,7 @@ from situated.write.gates import (
 from situated.write.importer import ImportReport, import_lines
 from situated.write.items import proposal, source_level
 from situated.write.promotion import AutoPromote, PromotionPolicy
-from situated.write.writer import Proposal, Writer
+from situated.write.writer import Proposal, Writer, forget_texts
 
 if TYPE_CHECKING:
     from situated.config import Settings
@@ -649,7 +649,7 @@ class Memory:
             memory_id, elig, principal.name, reason,
             lambda payload: _scrub_recall(payload, memory_id, rec),
         )
-        clear_text_caches()  # parsed, screened and counted texts held by this process
+        forget_texts()  # parsed, screened and counted texts held by this process
         self._erasures = self.store.erasures()
 
     # -- recall -----------------------------------------------------------------------------
@@ -714,7 +714,7 @@ class Memory:
         if seen == self._erasures:
             return False
         self._erasures = seen
-        clear_text_caches()
+        forget_texts()
         return True
 
     # -- feedback ---------------------------------------------------------------------------

@@ -8,8 +8,11 @@ The gates themselves run for every proposal, in order, exactly as for a single `
 `Writer.commit` runs inside the caller's transaction (one per `add`, one per batch). A
 proposal that needs nothing but to be stored (it passed every gate, has no exact or near twin
 in its scope, supersedes no fact) is written set-based (`Store.insert_many`) with the same
-rows and events; any other goes through `commit_one`, the reference path, in input order
-(pending set-based rows are written first, so it sees them).
+rows and events; any other goes through `commit_one`, the reference path. The set-based rows
+are written together at the end of the batch, or before a proposal that restates one of them
+(its exact-duplicate lookup must find it); nothing else a `commit_one` reads can depend on
+them (they supersede nothing and no fact supersedes a multi-valued one). So within a batch,
+rowids and ledger order follow input order except that these rows may come after the others.
 """
 
 from __future__ import annotations
@@ -34,12 +37,19 @@ from situated.models import (
     validate_input,
 )
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
-from situated.recall.analysis import stored_form
+from situated.recall.analysis import clear_text_caches, stored_form
 from situated.recall.dedupe import near_duplicate
 from situated.store.bulk import NewRow
 from situated.store.ledger import EventType
 from situated.store.scope import ALL_STATES, Eligibility
-from situated.write.gates import GateContext, GateReport, GateVerdict, PoisoningGate, run_gates
+from situated.write.gates import (
+    GateContext,
+    GateReport,
+    GateVerdict,
+    PoisoningGate,
+    _find_sensitive,
+    run_gates,
+)
 
 if TYPE_CHECKING:
     from situated.memory import Memory
@@ -189,6 +199,7 @@ class Writer:
             known |= store.fingerprints_among(fps, Eligibility.readers_of(scope, _LIVE))
         out: list[MemoryRecord | None] = [None] * len(prepared)
         pending: list[tuple[int, NewRow]] = []
+        pending_keys: set[str] = set()
 
         def flush() -> None:
             if not pending:
@@ -205,15 +216,19 @@ class Writer:
                 for at, rid in pairs:
                     out[at] = got[rid]
             pending.clear()
+            pending_keys.clear()
 
         for at, p in enumerate(prepared):
             row = self._simple(p, known)
             if row is not None:
                 pending.append((at, row))
             else:
-                flush()
+                if p.record.fingerprint in pending_keys:
+                    flush()  # its lookup must find the pending twin
                 out[at] = self.commit_one(p)
             known.add(p.record.fingerprint)
+            if row is not None:
+                pending_keys.add(p.record.fingerprint)
         flush()
         return [r for r in out if r is not None]
 
@@ -325,6 +340,18 @@ class Writer:
         self.memory.store.supersede(
             old.id, new.id, end, Eligibility(actor, states=ALL_STATES), actor.name, reason
         )
+
+
+def forget_texts() -> None:
+    """Empty every in-process cache that holds memory text, as erasure requires: recall's
+    (`analysis.clear_text_caches`) and the write gates' (secrets found per text, the
+    classifier's screenings)."""
+    from situated.screen import classifier
+
+    clear_text_caches()
+    _find_sensitive.cache_clear()
+    if classifier._MODEL is not None:
+        classifier._MODEL.forget()
 
 
 def _texts(rec: MemoryRecord) -> tuple[str, str]:
