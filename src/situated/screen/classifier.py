@@ -119,7 +119,8 @@ class InjectionModel:
         """`screen` of each text, all views of all texts scored in one pass; the results of
         the last `CACHED_TEXTS` texts are remembered (`forget` empties them)."""
         with _LOCK:
-            found = {t: self._cache[t] for t in texts if t in self._cache}
+            found = {t: self._cache.pop(t) for t in texts if t in self._cache}
+            self._cache.update(found)  # the most recently used last: evicted last
         todo = list(dict.fromkeys(t for t in texts if t not in found))
         if todo:
             norms = [normalise(t) for t in todo]

@@ -117,6 +117,7 @@ class Store:
 
     def __init__(self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB) -> None:
         self.path = str(path)
+        self._bound: tuple[str, int] | None = None
         self._writing = False
         self._fts_reset_due = False
         try:
@@ -275,6 +276,8 @@ class Store:
 
     def bind_embedder(self, model_ref: str, dim: int) -> None:
         """Record the store's embedding model on first use; refuse any other afterwards."""
+        if self._bound == (model_ref, dim):
+            return  # a binding never changes once made
         row = self._one("SELECT value FROM meta WHERE key = 'embedder'")
         if row is None:
             try:
@@ -296,6 +299,8 @@ class Store:
             raise EmbedderMismatch(
                 f"this store holds vectors of {row[0]}; refusing to mix in {model_ref}"
             )
+        if self.vectors.dim == dim:
+            self._bound = (model_ref, dim)
 
     def embedder_ref(self) -> str | None:
         return self.meta("embedder").get("embedder")
@@ -889,6 +894,21 @@ class Store:
             (*fingerprints, *params),
         )
         return {str(r[0]) for r in rows}
+
+    def fact_keys_among(
+        self, keys: Sequence[tuple[str, str]], elig: Eligibility
+    ) -> set[tuple[str, str]]:
+        """Which of these (entity, attribute) keys `elig` reaches (`same_key` is not empty)."""
+        if not keys:
+            return set()
+        where, params = self._where(elig)
+        entities = sorted({e for e, _ in keys})
+        rows = self._all(
+            f"SELECT DISTINCT m.entity, m.attribute FROM memories m WHERE m.entity IN "
+            f"({','.join('?' * len(entities))}) AND {where}",
+            (*entities, *params),
+        )
+        return {(str(e), str(a)) for e, a in rows} & set(keys)
 
     def dense_many(
         self, field: str, queries: Vector, k: int, elig: Eligibility

@@ -6,9 +6,10 @@ the near-duplicate search is one matrix product per scope over the tenant's resi
 The gates themselves run for every proposal, in order, exactly as for a single `add`.
 
 `Writer.commit` runs inside the caller's transaction (one per `add`, one per batch). A
-proposal that needs nothing but to be stored (it passed every gate, has no exact or near twin
-in its scope, supersedes no fact) is written set-based (`Store.insert_many`) with the same
-rows and events; any other goes through `commit_one`, the reference path. The set-based rows
+proposal that needs nothing but to be stored (promoted, held or rejected, with no exact or near
+twin in its scope to reinforce and no stored fact to supersede) is written set-based
+(`Store.insert_many`) with the same rows and events; any other goes through `commit_one`, the
+reference path. The set-based rows
 are written together at the end of the batch, or before a proposal that restates one of them
 (its exact-duplicate lookup must find it); nothing else a `commit_one` reads can depend on
 them (they supersede nothing and no fact supersedes a multi-valued one). So within a batch,
@@ -58,6 +59,7 @@ NEAR_K = 5
 """Nearest neighbours looked at for a near-duplicate."""
 _LIVE = (LifecycleState.ACTIVE, LifecycleState.PROPOSED)
 _NEAR_STATES = (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE, LifecycleState.ARCHIVED)
+_SAME_KEY = (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE)
 _ADDITIONAL = re.compile(r"\b(also|another|additional(ly)?|as well|in addition|too)\b", re.I)
 
 
@@ -195,11 +197,17 @@ class Writer:
         stored records (the twin reinforced instead, where there is one)."""
         store = self.memory.store
         known: set[str] = set()  # exact-duplicate keys a lookup would find, this batch included
-        for scope, fps in _group(prepared).items():
-            known |= store.fingerprints_among(fps, Eligibility.readers_of(scope, _LIVE))
+        facts: set[tuple[str, str]] = set()  # fact keys a same-key lookup would find
+        for scope, group in _group(prepared).items():
+            known |= store.fingerprints_among(
+                [p.record.fingerprint for p in group], Eligibility.readers_of(scope, _LIVE))
+            facts |= store.fact_keys_among(
+                [k for p in group if (k := _fact_key(p.record)) is not None],
+                Eligibility.readers_of(scope, _SAME_KEY),
+            )
         out: list[MemoryRecord | None] = [None] * len(prepared)
         pending: list[tuple[int, NewRow]] = []
-        pending_keys: set[str] = set()
+        pending_keys: set[str | tuple[str, str]] = set()
 
         def flush() -> None:
             if not pending:
@@ -219,37 +227,49 @@ class Writer:
             pending_keys.clear()
 
         for at, p in enumerate(prepared):
-            row = self._simple(p, known)
+            key = _fact_key(p.record)
+            row = self._simple(p, known, facts)
             if row is not None:
                 pending.append((at, row))
             else:
-                if p.record.fingerprint in pending_keys:
-                    flush()  # its lookup must find the pending twin
+                if p.record.fingerprint in pending_keys or key in pending_keys:
+                    flush()  # its lookups must find the pending twin or fact
                 out[at] = self.commit_one(p)
             known.add(p.record.fingerprint)
+            if key is not None:
+                facts.add(key)
             if row is not None:
                 pending_keys.add(p.record.fingerprint)
+                if key is not None:
+                    pending_keys.add(key)
         flush()
         return [r for r in out if r is not None]
 
-    def _simple(self, p: Prepared, known: set[str]) -> NewRow | None:
+    def _simple(
+        self, p: Prepared, known: set[str], facts: set[tuple[str, str]]
+    ) -> NewRow | None:
         """The rows and events of a proposal that needs nothing but to be stored, or None
-        (a twin to reinforce, held or rejected, a fact that may supersede: `commit_one`)."""
-        rec, report = p.record, p.report
-        if report.held or report.rejected or rec.fingerprint in known:
+        (a twin to reinforce, a fact that may supersede one: `commit_one`). `known` and
+        `facts` hold the exact-duplicate and fact keys the reference lookups would find."""
+        rec, report, writer = p.record, p.report, p.writer
+        proposed = (EventType.PROPOSED, writer.name, p.reason,
+                    {"kind": rec.kind.value, "namespace": rec.scope.namespace} | p.data)
+        events: list[tuple[EventType, str, str, dict[str, Any]]] = [proposed]
+        if report.rejected:  # stored as rejected, never a twin of anything
+            events.append((EventType.REJECTED, "gates", "; ".join(report.reasons()), {}))
+        elif rec.fingerprint in known:
+            return None  # a restatement (held or not) may reinforce its twin
+        elif report.held:
+            pass  # stays PROPOSED for review; its event carries the reasons
+        elif any(t.scope == rec.scope and t.state in _LIVE for t, _ in p.near):
             return None
-        if any(t.scope == rec.scope and t.state in _LIVE for t, _ in p.near):
-            return None
-        if rec.entity is not None and rec.attribute is not None and not rec.multi_valued:
-            return None
-        events: list[tuple[EventType, str, str, dict[str, Any]]] = [(
-            EventType.PROPOSED, p.writer.name, p.reason,
-            {"kind": rec.kind.value, "namespace": rec.scope.namespace} | p.data,
-        )]
-        decision = self.memory.promotion.decide(rec)
-        if decision.promote:
-            events.append((EventType.PROMOTED, p.writer.name, decision.reason, {}))
-        return NewRow(rec, p.writer, p.vectors, tuple(events), (ANALYSIS_VERSION, p.analysis))
+        elif _fact_key(rec) in facts:
+            return None  # a single-valued fact with a stored value may supersede it
+        else:
+            decision = self.memory.promotion.decide(rec)
+            if decision.promote:
+                events.append((EventType.PROMOTED, writer.name, decision.reason, {}))
+        return NewRow(rec, writer, p.vectors, tuple(events), (ANALYSIS_VERSION, p.analysis))
 
     def commit_one(self, p: Prepared) -> MemoryRecord:
         """Inside a transaction: reinforce a twin, or insert and promote/hold/reject.
@@ -305,9 +325,7 @@ class Writer:
         if rec.entity is None or rec.attribute is None or rec.multi_valued:
             return
         for old in self.memory.store.same_key(
-            rec.entity, rec.attribute, Eligibility.readers_of(
-                rec.scope, (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE)
-            ),
+            rec.entity, rec.attribute, Eligibility.readers_of(rec.scope, _SAME_KEY),
         ):
             if old.id == rec.id or old.multi_valued:
                 continue
@@ -366,8 +384,15 @@ def _poison_texts(rec: MemoryRecord) -> list[str]:
             if t.strip()]
 
 
-def _group(prepared: Sequence[Prepared]) -> dict[Scope, list[str]]:
-    out: dict[Scope, list[str]] = {}
+def _group(prepared: Sequence[Prepared]) -> dict[Scope, list[Prepared]]:
+    out: dict[Scope, list[Prepared]] = {}
     for p in prepared:
-        out.setdefault(p.record.scope, []).append(p.record.fingerprint)
+        out.setdefault(p.record.scope, []).append(p)
     return out
+
+
+def _fact_key(rec: MemoryRecord) -> tuple[str, str] | None:
+    """(entity, attribute) of a single-valued fact (one that may supersede), else None."""
+    if rec.entity is None or rec.attribute is None or rec.multi_valued:
+        return None
+    return rec.entity, rec.attribute
