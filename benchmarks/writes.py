@@ -125,6 +125,7 @@ def child(mode: str, n: int, seed: int, workdir: str, batch: int) -> dict[str, A
         return kw
 
     done_as = mode
+    curve: list[tuple[int, float]] = []  # (committed, seconds) after each import batch
     t0 = time.perf_counter()
     if mode == "add":
         for it in items:
@@ -134,7 +135,10 @@ def child(mode: str, n: int, seed: int, workdir: str, batch: int) -> dict[str, A
     else:  # import
         lines = [json.dumps({k: v for k, v in it.items() if k != "state_obj"}) for it in items]
         if hasattr(mem, "import_records"):
-            mem.import_records(lines, principal=who, batch_size=batch)
+            def progress(r: Any) -> None:
+                curve.append((r.committed, time.perf_counter() - t0))
+
+            mem.import_records(lines, principal=who, batch_size=batch, progress=progress)
         else:
             done_as = "add_many (no import)"
             mem.add_many([kwargs(it) for it in items], principal=who, batch_size=batch)
@@ -142,7 +146,7 @@ def child(mode: str, n: int, seed: int, workdir: str, batch: int) -> dict[str, A
     rows = mem.stats(principal=who)
     mem.close()
     return {"mode": mode, "ran": done_as, "n": n, "seconds": seconds, "per_s": n / seconds,
-            "by_state": rows.memories_by_state,
+            "by_state": rows.memories_by_state, "curve": curve,
             "db_mb": sum(p.stat().st_size for p in path.parent.iterdir()) / 1e6}
 
 
