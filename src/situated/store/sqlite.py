@@ -112,10 +112,6 @@ class RebuildReport:
     repaired: bool
 
 
-CACHE_KIB = 32 * 1024
-"""Page cache per connection, at most (SQLite's default is 2 MiB)."""
-
-
 class Store:
     """The SQLite store. Not part of the public API; `Memory` is."""
 
@@ -139,10 +135,6 @@ class Store:
             self.db.execute("PRAGMA synchronous = FULL")
             self.db.execute("PRAGMA foreign_keys = ON")
             self.db.execute("PRAGMA secure_delete = ON")  # freed pages hold no erased text
-            # sqlite-vec keeps each chunk of 1,024 vectors in one blob (1 MB at 256 dimensions)
-            # and walks it on every insert: with the default 2 MB page cache those pages are
-            # read again and again; the cache only grows as pages are used
-            self.db.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
             self._migrate()
             with _stored(self.path):
                 self.recall_log = RecallLog(self.path)  # translates its own failures
