@@ -243,7 +243,10 @@ class Writer:
                 if key is not None:
                     pending_keys.add(key)
         flush()
-        return [r for r in out if r is not None]
+        done = [r for r in out if r is not None]
+        if len(done) != len(prepared):  # every proposal is stored or reinforces a twin
+            raise RuntimeError(f"{len(prepared) - len(done)} proposals left uncommitted")
+        return done
 
     def _simple(
         self, p: Prepared, known: set[str], facts: set[tuple[str, str]]
