@@ -44,6 +44,7 @@ import situated.demo
 import situated.eval
 import situated.eval.conversations
 import situated.eval.envs
+import situated.eval.envs.textworld
 import situated.eval.poisoning
 from situated import Memory, MemoryRecord, Principal, State
 from situated.cli import app
@@ -531,6 +532,9 @@ API: list[Entry] = [
           lambda w, kw: w.mem.inspect(**kw).model_dump(mode="json"),
           ("memory_id", "principal", "as_of", "known_at"),
           {"memory_id": ID_EXTRA, "as_of": TIMES, "known_at": TIMES}),
+    Entry("Memory.gate_results", lambda w: {"memory_id": w.lesson, "principal": ADMIN},
+          lambda w, kw: w.mem.gate_results(**kw), ("memory_id", "principal"),
+          {"memory_id": ID_EXTRA}),
     Entry("Memory.history", lambda w: {"memory_id": w.lesson, "principal": ADMIN},
           lambda w, kw: w.mem.history(**kw), ("memory_id", "principal"),
           {"memory_id": ID_EXTRA}),
@@ -544,6 +548,23 @@ API: list[Entry] = [
     Entry("Memory.ledger", lambda w: {"principal": ADMIN, "limit": 10, "offset": 0},
           lambda w, kw: w.mem.ledger(**kw), ("principal", "limit", "offset"),
           {"limit": NUMBER_EXTRA, "offset": NUMBER_EXTRA}),
+    Entry("Memory.recalls", lambda w: {"principal": ADMIN, "limit": 10, "offset": 0},
+          lambda w, kw: w.mem.recalls(**kw), ("principal", "limit", "offset"),
+          {"limit": NUMBER_EXTRA, "offset": NUMBER_EXTRA}),
+    Entry("Memory.utilities", lambda w: {"principal": ADMIN, "limit": 10},
+          lambda w, kw: w.mem.utilities(**kw), ("principal", "limit"),
+          {"limit": NUMBER_EXTRA}),
+    Entry("Memory.recall_outcomes", lambda w: {"principal": ADMIN, "limit": 10},
+          lambda w, kw: w.mem.recall_outcomes(**kw), ("principal", "limit"),
+          {"limit": NUMBER_EXTRA}),
+    Entry("Memory.recall_record",
+          lambda w: {"recall_id": w.fresh_recall()[0], "principal": ADMIN},
+          lambda w, kw: w.mem.recall_record(**kw), ("recall_id", "principal"),
+          {"recall_id": ID_EXTRA}),
+    Entry("Memory.recalls_of", lambda w: {"memory_id": w.lesson, "principal": ADMIN,
+                                          "limit": 10},
+          lambda w, kw: w.mem.recalls_of(**kw), ("memory_id", "principal", "limit"),
+          {"memory_id": ID_EXTRA, "limit": NUMBER_EXTRA}),
     Entry("Memory.stats", lambda w: {"principal": ADMIN}, lambda w, kw: w.mem.stats(**kw),
           ("principal",)),
     Entry("Memory.health", lambda w: {}, lambda w, kw: w.mem.health(**kw), ()),
@@ -802,6 +823,9 @@ COMMANDS: list[Command] = [
                                             ("--seed", "0")]),
     Command("eval poisoning", lambda w: [("eval", None), ("poisoning", None), ("--quick", None),
                                          ("--out", str(w.root / "out")), ("--offline", None)]),
+    Command("eval textworld", lambda w: [("eval", None), ("textworld", None), ("--quick", None),
+                                         ("--out", str(w.root / "out")), ("--seed", "1"),
+                                         ("--train-games", "2"), ("--test-games", "2")]),
     Command("demo", lambda w: [("demo", None)]),
     Command("keys create", lambda w: [("keys", None), ("create", None), ("--tenant", "acme"),
                                       ("--role", "support"), ("--clearance", "internal"),
@@ -810,6 +834,37 @@ COMMANDS: list[Command] = [
     Command("keys revoke", lambda w: [("keys", None), ("revoke", None),
                                       ("@key_id", _fresh_key(w)), ("--reason", "rotated")]),
 ]
+
+
+RUNS = {"eval", "eval locomo", "eval longmemeval", "eval scienceworld", "eval poisoning",
+        "eval textworld", "demo"}
+"""Commands that run something and print a report, not a result: no --plain / --json."""
+SERVERS = {"serve", "mcp"}
+"""Commands that run a server until stopped: their bad input is tested through the real
+servers (tests/test_http_api.py, tests/test_mcp.py)."""
+
+
+def _command_paths(group: Any, prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    for name, sub in group.commands.items():
+        path = f"{prefix}{name}"
+        if getattr(sub, "commands", None):  # a group (typer may vendor its own click)
+            out |= _command_paths(sub, path + " ")
+            if sub.invoke_without_command and not sub.no_args_is_help:
+                out.add(path)
+        else:
+            out.add(path)
+    return out
+
+
+def test_every_cli_command_is_fuzzed() -> None:
+    """A command added to the CLI without an entry here fails this test."""
+    import typer.main
+
+    registered = _command_paths(typer.main.get_command(app))
+    fuzzed = {c.name.split(" -")[0].strip() for c in COMMANDS}
+    assert registered - SERVERS - fuzzed == set()
+    assert fuzzed - registered == set()
 
 
 def _fresh_key(w: World) -> str:
@@ -853,6 +908,7 @@ def stubbed_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(situated.eval.conversations, "run_locomo", stub)
     monkeypatch.setattr(situated.eval.conversations, "run_longmemeval", stub)
     monkeypatch.setattr(situated.eval.envs, "run_scienceworld", stub)
+    monkeypatch.setattr(situated.eval.envs.textworld, "run_textworld", stub)
     monkeypatch.setattr(situated.eval.poisoning, "run_poisoning", stub)
     monkeypatch.setattr(situated.demo, "run_demo", stub)
     for key in list(os.environ):
@@ -880,9 +936,8 @@ def cli_probe(world: World, cmd: Command, slot: str, value: Any, plain: bool,
     else:
         slots = [(o, value if o == slot else v) for o, v in slots
                  if not (o == slot and value is MISSING)]
-    if plain and cmd.name in {"add", "inspect", "history", "ledger", "list", "stats",
-                              "feedback", "health", "init", "review", "maintain"}:
-        slots.append(("--plain", None))
+    if cmd.name not in RUNS:  # every command that prints a result: --plain or --json
+        slots.append(("--plain" if plain else "--json", None))
     argv = _argv(world, slots)[4:]
     for opt in ("--embedder", "--db"):
         if root[opt] is not MISSING:

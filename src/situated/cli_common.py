@@ -3,6 +3,8 @@ and output options, opening the store, parsing `key=value` facts, and printing (
 the service's documents, or tables for people). `situated.cli` and `situated.cli_serve` hold
 the commands."""
 
+from __future__ import annotations
+
 import json
 import math
 import re
@@ -13,29 +15,25 @@ from dataclasses import asdict, dataclass, is_dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import apsw
 import click
 import typer
-from pydantic import BaseModel
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 from typer.core import TyperGroup
 
-from situated import arguments as args
-from situated.defaults import DEFAULT_RECONSTRUCTOR
-from situated.embed import DEFAULT_EMBEDDER, available_embedders
+from situated.defaults import DEFAULT_EMBEDDER, DEFAULT_RECONSTRUCTOR, OPEN_END
 from situated.errors import InvalidInput, SituatedError
-from situated.memory import Memory
-from situated.models import OPEN_END, FactValue, MemoryRecord, Principal, State, validate_input
-from situated.service.models import (
-    EventDoc,
-    MemoryDoc,
-)
-from situated.store.ledger import LedgerEvent
-from situated.store.sqlite import Store
+
+if TYPE_CHECKING:  # the library is imported when a command runs, not for `--help`
+    from pydantic import BaseModel
+    from rich.console import Console
+    from rich.table import Table
+
+    from situated.memory import Memory
+    from situated.models import FactValue, MemoryRecord, Principal, State
+    from situated.store.ledger import LedgerEvent
+
 
 DB_ENV = "SITUATED_DB"
 DEFAULT_DB = "situated.db"
@@ -137,7 +135,15 @@ Actor = Annotated[
         "--actor", envvar="SITUATED_ACTOR", metavar="NAME", help="Actor in the ledger."
     ),
 ]
-Plain = Annotated[bool, typer.Option("--plain", "-p", help="A table for people, not JSON lines.")]
+Plain = Annotated[bool, typer.Option("--plain", "-p", help="For people: a table, not JSON lines.")]
+AsJson = Annotated[bool, typer.Option("--json", help="JSON lines, for programs (the default).")]
+
+
+def _for_people(plain: bool, as_json: bool, default: bool = False) -> bool:
+    """`--plain` or `--json` (one of them, or the command's default): True for people."""
+    if plain and as_json:
+        raise typer.BadParameter("--plain and --json: choose one", param_hint="--json")
+    return plain or (default and not as_json)
 Facts = Annotated[
     list[str] | None,
     typer.Option(
@@ -152,6 +158,8 @@ Namespace = Annotated[
 
 
 def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str) -> Principal:
+    from situated.models import Principal, validate_input
+
     return validate_input(
         "principal",
         lambda: Principal(tenant=tenant, roles=frozenset(roles or ()), clearance=clearance,
@@ -161,6 +169,9 @@ def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str)
 
 @contextmanager
 def _memory(ctx: typer.Context) -> Iterator[Memory]:
+    from situated import arguments as args
+    from situated.memory import Memory
+
     settings: Settings = ctx.obj
     path = Path(args.path(settings.db, "db"))
     if not path.parent.exists():
@@ -176,6 +187,9 @@ def _memory(ctx: typer.Context) -> Iterator[Memory]:
 
 def _stored_embedder(path: Path) -> str | None:
     """The registered embedder name an existing store was created with, if any."""
+    from situated.embed import available_embedders
+    from situated.store.sqlite import Store
+
     if not path.exists():
         return None
     store = Store(path)
@@ -236,6 +250,8 @@ def _time(raw: str | None) -> str | float | None:
 
 
 def _state(text: str | None, facts: list[str] | None) -> State | None:
+    from situated.models import State, validate_input
+
     parsed = parse_facts(facts or ())
     if not (text or "").strip() and not parsed:
         return None
@@ -278,10 +294,14 @@ def _json_line(obj: Any, **kw: Any) -> str:
 
 def record_json(rec: MemoryRecord) -> dict[str, Any]:
     """A memory as every door shows it (`situated.service.models.MemoryDoc`)."""
+    from situated.service.models import MemoryDoc
+
     return MemoryDoc.of(rec).model_dump(mode="json")
 
 
 def event_json(ev: LedgerEvent) -> dict[str, Any]:
+    from situated.service.models import EventDoc
+
     return EventDoc.of(ev).model_dump(mode="json")
 
 
@@ -299,10 +319,15 @@ def _iso(ts: float) -> str:
 
 def _console(**options: Any) -> Console:
     """A rich console for people (no soft wrap, no highlighting unless asked)."""
+    from rich.console import Console
+
     return Console(**({"soft_wrap": False, "highlight": False} | options))
 
 
 def _kv_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
@@ -321,6 +346,30 @@ def _show(value: Any) -> str:
     if isinstance(value, Enum):
         return str(value.name.lower() if isinstance(value.value, int) else value.value)
     return str(value)
+
+
+_HOLDING = ("hold", "reject")
+"""Gate verdicts that stop a proposal (a redaction changes the text and lets it go on)."""
+
+
+def _held(gates: Iterable[dict[str, Any]], *, reasons: bool = True) -> list[str]:
+    """The gates that held or rejected a proposal, one `gate (verdict): reasons` each."""
+    return [f"{g.get('gate', '?')} ({g.get('verdict')})"
+            + (": " + "; ".join(g["reasons"]) if reasons and g.get("reasons") else "")
+            for g in gates if g.get("verdict") in _HOLDING]
+
+
+def _gate_rows(gates: Iterable[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """Rows for a memory's table: which gates held it and why, and what was redacted."""
+    rows: list[tuple[str, Any]] = [("held by", line) for line in _held(gates)]
+    rows += [("redacted", "; ".join(g.get("reasons", ())) or "-")
+             for g in gates if g.get("verdict") == "redacted"]
+    return rows
+
+
+def _held_notes(title_rows: Iterable[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """Below a table of proposals: `<id> held by <gate> (<verdict>): <reasons>` lines."""
+    return [f"{mem_id} held by {line}" for mem_id, gates in title_rows for line in _held(gates)]
 
 
 def _record_rows(rec: MemoryRecord) -> list[tuple[str, Any]]:
@@ -353,6 +402,9 @@ def _record_rows(rec: MemoryRecord) -> list[tuple[str, Any]]:
 
 
 def _events_table(title: str, events: Iterable[LedgerEvent]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=title, title_justify="left")
     table.add_column("seq", no_wrap=True)
     table.add_column("when", min_width=10)
@@ -369,14 +421,21 @@ def _events_table(title: str, events: Iterable[LedgerEvent]) -> Table:
     return table
 
 
-def _records_table(title: str, records: Iterable[MemoryRecord]) -> Table:
+def _records_table(title: str, records: Iterable[MemoryRecord],
+                   held: dict[str, list[str]] | None = None) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=title, title_justify="left")
     for col in ("id", "kind", "namespace", "state", "utility"):
         table.add_column(col, no_wrap=True)
     table.add_column("content", overflow="fold", ratio=1)
+    if held is not None:
+        table.add_column("held by", overflow="fold", ratio=1)
     for rec in records:
-        table.add_row(
-            rec.id, rec.kind.value, Text(rec.scope.namespace), rec.state.value,
-            f"{rec.utility:.2f}", Text(rec.content),
-        )
+        row = [rec.id, rec.kind.value, Text(rec.scope.namespace), rec.state.value,
+               f"{rec.utility:.2f}", Text(rec.content)]
+        if held is not None:
+            row.append(Text("\n".join(held.get(rec.id, ())) or "-"))
+        table.add_row(*row)
     return table

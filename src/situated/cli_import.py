@@ -1,15 +1,18 @@
 """`situated import FILE.jsonl`: bulk import of memories (one JSON object of `add` fields per
 line; `recorded_at` for an admin), every gate on, one durable transaction per batch.
-Registered on `situated.cli.app`; the format is `situated.write.importer`'s."""
+Registered on `situated.cli.app`; the format is `situated.write.importer`'s; the library is
+imported when the command runs."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from situated.cli_common import Actor, Clearance, Roles, Tenant, _emit, _memory, _principal
 from situated.errors import InvalidInput
-from situated.write.importer import ImportReport
+
+if TYPE_CHECKING:
+    from situated.write.importer import ImportReport
 
 
 def import_file(
@@ -38,7 +41,7 @@ def import_file(
     committed and the error says where to resume (`--start-line`)."""
     me = _principal(tenant, role, clearance, actor)
 
-    def progress(r: ImportReport) -> None:
+    def progress(r: "ImportReport") -> None:
         if not quiet:
             typer.echo(f"committed {r.committed} memories in {r.batches} batches; "
                        f"next line {r.next_line}", err=True)

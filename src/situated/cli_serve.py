@@ -4,25 +4,24 @@ serve`) and the MCP server over stdio (`situated mcp`). Registered on `situated.
 from typing import Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from situated.cli_common import (
     Actor,
+    AsJson,
     Clearance,
     Plain,
     Roles,
     Settings,
     _console,
     _emit,
+    _for_people,
     _Group,
+    _kv_table,
     _memory,
     _principal,
     _split,
 )
 from situated.errors import InvalidInput
-from situated.service import Pool, Service
-from situated.service.models import KeyCreate
 
 keys_app = typer.Typer(
     cls=_Group, help="API keys for `situated serve` and MCP over HTTP: each bound to one "
@@ -46,13 +45,19 @@ def keys_create(
     ] = None,
     label: Annotated[str, typer.Option("--label", help="A note for whom it is.")] = "",
     actor: Actor = "cli",
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Create a key bound to one principal; prints its secret once (only a hash is kept)."""
+    from situated.service import Pool, Service
+    from situated.service.models import KeyCreate
+
     with _memory(ctx) as mem:
         doc = Service(Pool.of(mem)).create_key(
             KeyCreate(tenant=tenant, roles=_split(role), clearance=clearance, actor=name,
                       label=label), actor=actor)
-    _emit(doc.model_dump(mode="json"))
+    _print_key(f"key {doc.id} (its secret is shown only now)", doc.model_dump(mode="json"),
+               _for_people(plain, as_json))
 
 
 @keys_app.command("list")
@@ -60,11 +65,17 @@ def keys_list(
     ctx: typer.Context,
     tenant: Annotated[str | None, typer.Option("--tenant", metavar="NAME")] = None,
     plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Every key (of one tenant), revoked ones included; never a secret."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from situated.service import Pool, Service
+
     with _memory(ctx) as mem:
         docs = Service(Pool.of(mem)).list_keys(tenant)
-    if plain:
+    if _for_people(plain, as_json):
         table = Table(title="api keys", title_justify="left")
         for col in ("id", "tenant", "roles", "clearance", "actor", "created", "revoked"):
             table.add_column(col, no_wrap=True)
@@ -84,11 +95,22 @@ def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The key id (key_...).")],
     reason: Annotated[str, typer.Option(help="Why (recorded in the ledger).")] = "",
     actor: Actor = "cli",
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
     """Refuse a key from the next request on."""
+    from situated.service import Pool, Service
+
     with _memory(ctx) as mem:
         doc = Service(Pool.of(mem)).revoke_key(key_id, actor=actor, reason=reason)
-    _emit(doc.model_dump(mode="json"))
+    _print_key(f"revoked {key_id}", doc.model_dump(mode="json"), _for_people(plain, as_json))
+
+
+def _print_key(title: str, doc: dict[str, object], people: bool) -> None:
+    if people:
+        _console().print(_kv_table(title, doc.items()))
+    else:
+        _emit(doc)
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -111,8 +133,14 @@ def serve(
     no_inferred: Annotated[
         bool, typer.Option("--no-inferred-feedback", help="Never infer outcomes.")
     ] = False,
+    demo: Annotated[
+        bool, typer.Option("--demo", help="Serve a temporary store filled with the demo's "
+                           "scenario (ignores --db) and print a reviewer key for the dashboard.")
+    ] = False,
 ) -> None:
-    """Serve the HTTP API (and MCP at /mcp) over one store; every request needs an API key."""
+    """Serve the HTTP API (and MCP at /mcp) and the dashboard at / over one store; every
+    request needs an API key (a browser logs in with one)."""
+    import dataclasses
     import os
 
     import uvicorn
@@ -123,6 +151,18 @@ def serve(
     if host not in LOOPBACK:
         typer.echo(f"warning: serving on {host}, reachable from other machines", err=True)
     settings: Settings = ctx.obj
+    if demo:
+        from situated.dashboard.demo import fill
+        from situated.embed import DEFAULT_EMBEDDER
+
+        filled = fill(settings.embedder or DEFAULT_EMBEDDER)
+        settings = dataclasses.replace(settings, db=filled.path)
+        ctx.obj = settings
+        typer.echo(f"situated: demo store {filled.path} (the demo's scenario, "
+                   f"{len(filled.held)} proposals held for review)\n"
+                   f"  dashboard  http://{host}:{port}/login\n"
+                   f"  acme key   {filled.reviewer_key}   (reviewer, operator, admin)\n"
+                   f"  globex key {filled.other_tenant_key}   (the other tenant)")
     with _memory(ctx) as mem:  # checks the path and binds the embedder before forking
         mem.store.bind_embedder(mem.embedder.model_ref, mem.embedder.dim)
         embedder = mem.embedder.model_ref.split("@", 1)[0]
@@ -132,8 +172,9 @@ def serve(
         "SITUATED_SERVE_INFERRED": "0" if no_inferred else "1",
         "SITUATED_SERVE_HOST": host, "SITUATED_SERVE_WORKERS": str(workers),
     })
+    mcp_note = "" if no_mcp else ", MCP /mcp"
     typer.echo(f"situated: serving {settings.db} on http://{host}:{port} "
-               f"(docs /docs, OpenAPI /openapi.json{'' if no_mcp else ', MCP /mcp'})", err=True)
+               f"(dashboard /, docs /docs, OpenAPI /openapi.json{mcp_note})", err=True)
     uvicorn.run("situated.http.serve:app_from_env", factory=True, host=host, port=port,
                 workers=workers, log_level="warning")
 
@@ -156,6 +197,7 @@ def mcp_stdio(
 ) -> None:
     """Run the MCP server over stdio as the principal the options (or --key) name."""
     from situated.mcp_server import build_server, fixed_principal
+    from situated.service import Pool, Service
 
     with _memory(ctx) as mem:
         service = Service(Pool.of(mem), inferred_feedback=not no_inferred)

@@ -7,3 +7,7 @@ ENDPOINT_EMBEDDERS = frozenset({"openai"})
 """Embedders that take the `embedder_*` endpoint settings (`situated.config`)."""
 ENDPOINT_RECONSTRUCTORS = frozenset({"llm"})
 """Reconstructors that take the `reconstructor_*` endpoint settings."""
+OPEN_END = 253402300799.0
+"""The sentinel `valid_until` for "still valid" (9999-12-31T23:59:59Z as epoch seconds).
+
+Stored instead of NULL because sqlite-vec's KNN filter cannot express `IS NULL OR ...`."""

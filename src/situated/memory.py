@@ -69,7 +69,9 @@ from situated.recall.briefing import Briefing
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
 from situated.recall.reconstruct.prechecks import never_served
+from situated.store import recall_reads
 from situated.store.ledger import Credit, EventType, LedgerEvent, replay
+from situated.store.recall_reads import RecallView
 from situated.store.resident import DEFAULT_BUDGET_MB as DEFAULT_RESIDENT_MB
 from situated.store.scope import (
     ALL_STATES,
@@ -552,14 +554,16 @@ class Memory:
         elig = Eligibility(
             reviewer, (namespace,) if namespace else None, (LifecycleState.PROPOSED,)
         )
-        out = []
-        for rec in self.store.page(elig, limit, 0):
-            events = self.store.history(rec.id, elig)
-            gates: builtins.list[dict[str, Any]] = next(
-                (e.data.get("gates", []) for e in events if e.event is EventType.PROPOSED), []
-            )
-            out.append((rec, gates))
-        return out
+        return [(rec, _gates_of(self.store.history(rec.id, elig)))
+                for rec in self.store.page(elig, limit, 0)]
+
+    def gate_results(
+        self, memory_id: str, *, principal: Principal
+    ) -> builtins.list[dict[str, Any]]:
+        """The write gates' results for a memory's proposal (its `proposed` event), for a
+        principal who may read its history; `[]` for a memory proposed before gates were
+        recorded."""
+        return _gates_of(self.history(memory_id, principal=principal))
 
     def learn(
         self,
@@ -962,6 +966,53 @@ class Memory:
         args.integer(offset, "offset", 0, args.MAX_OFFSET)
         return self.store.ledger(Eligibility.for_inspection(principal), limit, offset)
 
+    def recalls(
+        self, *, principal: Principal, limit: int = 50, offset: int = 0
+    ) -> builtins.list[RecallView]:
+        """Recent recalls the principal may see (its own and those of principals it
+        dominates), newest first, each cut to the memories it may read."""
+        args.principal(principal)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
+        args.integer(offset, "offset", 0, args.MAX_OFFSET)
+        return recall_reads.recent(self.store, principal, limit, offset)
+
+    def recall_record(self, recall_id: str, *, principal: Principal) -> RecallView:
+        """One recall's record (inputs, every candidate's reconstruction and stage trace,
+        the briefing), if the principal may see it; NotFound otherwise."""
+        args.identifier(recall_id, "recall_id")
+        args.principal(principal)
+        return recall_reads.one(self.store, recall_id, principal)
+
+    def utilities(
+        self, *, principal: Principal, limit: int = 10_000
+    ) -> builtins.list[float]:
+        """The measured utility of each memory the principal may read (as `list` lists
+        them, oldest first, up to `limit`): the numbers without the records."""
+        args.principal(principal)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
+        return self.store.utilities(Eligibility.for_inspection(principal), limit)
+
+    def recall_outcomes(
+        self, *, principal: Principal, limit: int = 500
+    ) -> builtins.list[tuple[float, builtins.list[str]]]:
+        """(time, served verdicts and rejection reasons) of the recalls the principal may
+        see, newest first: a recall's briefing without its record (charts)."""
+        args.principal(principal)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
+        return recall_reads.outcomes(self.store, principal, limit)
+
+    def recalls_of(
+        self, memory_id: str, *, principal: Principal, limit: int = 50
+    ) -> builtins.list[RecallView]:
+        """Recalls the principal may see in which this memory (one it may read) was a
+        candidate, newest first: served, or rejected with its reason."""
+        args.identifier(memory_id, "memory_id")
+        args.principal(principal)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
+        return recall_reads.touching(
+            self.store, memory_id, Eligibility.for_inspection(principal), limit
+        )
+
     def stats(self, *, principal: Principal) -> Stats:
         """Counts of what this principal may see."""
         args.principal(principal)
@@ -1036,6 +1087,8 @@ def _scrub_recall(data: dict[str, Any], memory_id: str, rec: MemoryRecord) -> di
             if entry.get("memory_id") == memory_id:
                 texts |= {entry.get("text") or "", entry.get("source_state") or ""}
         briefing[key] = [e for e in entries if e.get("memory_id") != memory_id]
+    if "trace" in data:
+        data["trace"] = [t for t in data["trace"] if t.get("memory_id") != memory_id]
     scrubbed: dict[str, Any] = _scrub(data, {t for t in texts if t and len(t) > 3})
     return scrubbed
 
@@ -1160,3 +1213,10 @@ def _write_policies(value: Any) -> dict[str, WritePolicy]:
             _check_namespace(args.text(ns, "write_policies", args.MAX_LABEL_CHARS))
         args.instance(policy, f"write_policies[{ns!r:.40}]", WritePolicy, "a WritePolicy")
     return dict(value)
+
+
+def _gates_of(events: Sequence[LedgerEvent]) -> builtins.list[dict[str, Any]]:
+    gates: builtins.list[dict[str, Any]] = next(
+        (e.data.get("gates", []) for e in events if e.event is EventType.PROPOSED), []
+    )
+    return gates

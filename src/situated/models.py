@@ -28,17 +28,13 @@ from pydantic import (
     field_validator,
 )
 
+from situated.defaults import OPEN_END as OPEN_END
 from situated.errors import InvalidInput
 from situated.names import MAX_NAME_CHARS as MAX_NAME_CHARS
 from situated.names import canonical_actor, canonical_name
 
 FactValue = str | int | float | bool | None
 """A state fact is flat: a scalar, never a nested structure."""
-
-OPEN_END = 253402300799.0
-"""The sentinel `valid_until` for "still valid" (9999-12-31T23:59:59Z as epoch seconds).
-
-Stored instead of NULL because sqlite-vec's KNN filter cannot express `IS NULL OR ...`."""
 
 MAX_CONTENT_CHARS = 8000
 MAX_STATE_CHARS = 8000

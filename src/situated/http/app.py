@@ -4,7 +4,8 @@ Every route needs `Authorization: Bearer <key>`; the key alone names the princip
 field can name a tenant, roles or clearance: request bodies forbid unknown fields). Routes are
 plain functions, run in FastAPI's thread pool, each one `Service` call. The MCP server is
 mounted at `/mcp` (streamable HTTP) behind the same keys. OpenAPI at `/openapi.json`, the docs
-page at `/docs`.
+page at `/docs`. The dashboard for people (`situated.dashboard`) is served at `/`: a browser
+session from a key, CSRF on every form.
 """
 
 
@@ -31,6 +32,7 @@ from situated.service.models import (
     EventDoc,
     FeedbackDoc,
     FeedbackRequest,
+    GatedDoc,
     HealthDoc,
     LearnRequest,
     ListQuery,
@@ -59,11 +61,12 @@ Session = Annotated[
 
 def create_app(
     service: Service, *, mcp: bool = True, max_body: int = MAX_BODY_BYTES,
-    host: str = "127.0.0.1", mcp_stateless: bool = False,
+    host: str = "127.0.0.1", mcp_stateless: bool = False, dashboard: bool = True,
 ) -> FastAPI:
     """The ASGI app over `service` (`mcp`: mount the MCP server at `/mcp`; `host`: the
     address served, for the MCP transport's DNS-rebinding protection; `mcp_stateless`: MCP
-    without sessions, as several worker processes need)."""
+    without sessions, as several worker processes need; `dashboard`: the pages for people
+    at `/`, `situated.dashboard`)."""
     mcp_server = None
     if mcp:
         from situated.mcp_server import build_server, http_handler, http_principal
@@ -101,17 +104,17 @@ def create_app(
 
     Who = Annotated[Principal, Depends(principal)]
 
-    @app.post("/v1/memories", tags=["write"], summary="Propose a memory", response_model=MemoryDoc)
+    @app.post("/v1/memories", tags=["write"], summary="Propose a memory", response_model=GatedDoc)
     def add(who: Who, req: AddRequest, session: Session = None) -> Response:
         return _send(service.add(who, req, session))
 
     @app.post("/v1/memories/batch", tags=["write"], summary="Propose many memories",
-        response_model=list[MemoryDoc])
+        response_model=list[GatedDoc])
     def add_many(who: Who, req: AddManyRequest) -> Response:
         return _send(service.add_many(who, req))
 
     @app.post("/v1/learn", tags=["write"], summary="Distil a trajectory into lessons",
-        response_model=list[MemoryDoc])
+        response_model=list[GatedDoc])
     def learn(who: Who, req: LearnRequest) -> Response:
         return _send(service.learn(who, req))
 
@@ -216,6 +219,10 @@ def create_app(
     def maintain(who: Who) -> Response:
         return _send(service.maintain(who))
 
+    if dashboard:
+        from situated.dashboard import mount
+
+        mount(app, service)
     if mcp_server is not None:
         from starlette.routing import Route
 

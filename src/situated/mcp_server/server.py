@@ -27,6 +27,7 @@ from situated.service.models import (
     BriefingDoc,
     FeedbackDoc,
     FeedbackRequest,
+    GatedDoc,
     ListQuery,
     MemoryDoc,
     PendingDoc,
@@ -105,13 +106,14 @@ def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
         value: Annotated[Scalar, Field(description="For a fact: its value")] = None,
         classification: Annotated[str | None, Field(description="public, internal, "
                                                      "confidential or restricted")] = None,
-    ) -> MemoryDoc:
+    ) -> GatedDoc:
         """Store a lesson, fact, preference or note with the situation it was learned in.
 
         Give the situation and its facts: a lesson without them cannot be checked against a
         later situation. A fact that corrects one a recall served (same entity and attribute,
         another value) replaces it and counts against the old one. Returns the stored memory
-        (state ACTIVE when promoted, PROPOSED when held for review)."""
+        (state ACTIVE when promoted, PROPOSED when held for review) with the results of the
+        write gates: a held or rejected proposal says which gate held it and why."""
         req = _validated(lambda: AddRequest(
             content=content, kind=kind, namespace=namespace,
             state=StateIn(text=situation, facts=facts or {}) if situation or facts else None,

@@ -237,7 +237,7 @@ class Briefing:
         for mem_id, traces in by_mem.items():
             out.append(f"memory {mem_id}")
             for t in traces:
-                nums = " ".join(f"{k}={v:.3f}" for k, v in t.numbers.items())
+                nums = " ".join(f"{k}={_number(v)}" for k, v in t.numbers.items())
                 detail = f" - {t.detail}" if t.detail else ""
                 out.append(f"  {t.stage:<12} {t.decision:<24} {nums}{detail}")
         for r in self.rejected:
@@ -245,6 +245,11 @@ class Briefing:
         if self.missing_facts:
             out.append("missing facts: " + ", ".join(self.missing_facts))
         return "\n".join(out)
+
+
+def _number(v: float) -> str:
+    """A trace number as people read it: counts whole (`tokens=32`), scores to 3 places."""
+    return str(int(v)) if float(v).is_integer() else f"{v:.3f}"
 
 
 def briefing_dict(b: Briefing, trace: bool = True) -> dict[str, Any]:

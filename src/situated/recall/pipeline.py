@@ -28,6 +28,7 @@ from situated.recall.briefing import (
     Verdict,
     briefing_dict,
     scores_dict,
+    trace_dict,
 )
 from situated.recall.compile import knapsack, render_line, token_counter
 from situated.recall.dedupe import collapse
@@ -258,6 +259,7 @@ def run_recall(
         "candidates": [c.record.id for c in candidates],
         "reconstructions": {k: reconstruction_json(v) for k, v in recons.items()},
         "briefing": briefing_dict(briefing, trace=False),
+        "trace": [trace_dict(t) for t in trace],  # every stage's decision: what explain shows
         "rendered": briefing.render(),
     }
     # into the recall file (`store.recall_log`): never behind the memory writers' lock; it

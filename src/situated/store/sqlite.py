@@ -670,6 +670,14 @@ class Store:
             )
         }
 
+    def utilities(self, elig: Eligibility, limit: int) -> list[float]:
+        """The measured utility (`Counters.utility`) of up to `limit` eligible memories."""
+        where, params = self._where(elig)
+        return [float(r[0]) for r in self._all(
+            f"SELECT (m.successes + 1.0) / (m.uses + 2.0) FROM memories m WHERE {where} "
+            "ORDER BY m.rid LIMIT ?", (*params, int(limit)),
+        )]
+
     def history(
         self, memory_id: str, elig: Eligibility, known_at: float | None = None
     ) -> list[LedgerEvent]:
