@@ -8,7 +8,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from situated.cli_common import Actor, Clearance, Roles, Tenant, _emit, _memory, _principal
+from situated.cli_common import (
+    Actor,
+    AsJson,
+    Clearance,
+    Plain,
+    Roles,
+    Tenant,
+    _console,
+    _emit,
+    _for_people,
+    _kv_table,
+    _memory,
+    _principal,
+)
 from situated.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -34,12 +47,16 @@ def import_file(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")
     ] = False,
+    plain: Plain = False,
+    as_json: AsJson = False,
 ) -> None:
-    """Import memories from a JSON-lines file; prints what was committed as one JSON line.
+    """Import memories from a JSON-lines file; prints what was committed (one JSON line, or a
+    table with --plain).
 
     A bad line stops the import with its number and field; the batches before it stay
     committed and the error says where to resume (`--start-line`)."""
     me = _principal(tenant, role, clearance, actor)
+    people = _for_people(plain, as_json)
 
     def progress(r: "ImportReport") -> None:
         if not quiet:
@@ -58,8 +75,12 @@ def import_file(
             with file.open(encoding="utf-8", errors="strict", newline="") as f:
                 report = mem.import_records(f, principal=me, batch_size=batch_size,
                                             start_line=start_line, progress=progress)
-    _emit({"lines": report.lines, "committed": report.committed, "created": report.created,
-           "batches": report.batches, "next_line": report.next_line})
+    doc = {"lines": report.lines, "committed": report.committed, "created": report.created,
+           "batches": report.batches, "next_line": report.next_line}
+    if people:
+        _console().print(_kv_table(f"imported {file}", doc.items()))
+    else:
+        _emit(doc)
 
 
 def register(app: typer.Typer) -> None:
