@@ -787,6 +787,13 @@ def _chat_file(w: World) -> str:
     return str(path)
 
 
+def _import_file(w: World) -> str:
+    path = w.root / f"import{w.next()}.jsonl"
+    path.write_text("".join(json.dumps({"content": w.content(), "kind": "note"}) + "\n"
+                            for _ in range(3)))
+    return str(path)
+
+
 def _traj_file(w: World) -> str:
     path = w.root / f"traj{w.next()}.json"
     path.write_text(json.dumps(_trajectory(w)))
@@ -829,6 +836,9 @@ COMMANDS: list[Command] = [
     Command("reject", lambda w: [("reject", None), ("@memory_id", w.fresh_held()), *WHO,
                                  ("--reason", "wrong")]),
     Command("learn", lambda w: [("learn", None), ("@trajectory", _traj_file(w)), *WHO]),
+    Command("import", lambda w: [("import", None), ("@file", _import_file(w)), *WHO,
+                                 ("--batch-size", "2"), ("--start-line", "1"),
+                                 ("--quiet", None)]),
     Command("learn -", lambda w: [("learn", None), ("@trajectory", "-"), *WHO],
             stdin="trajectory"),
     Command("add-conversation", lambda w: [("add-conversation", None), ("@file", _chat_file(w)),

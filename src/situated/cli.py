@@ -56,6 +56,7 @@ from situated.cli_common import (
     record_json,
 )
 from situated.cli_eval import register as _register_eval
+from situated.cli_import import register as _register_import
 from situated.cli_learn import register as _register_learning
 from situated.cli_serve import register as _register_doors
 from situated.defaults import DEFAULT_EMBEDDER
@@ -782,6 +783,7 @@ def maintain(ctx: typer.Context, plain: Plain = False, as_json: AsJson = False) 
 _register_doors(app)  # keys, serve, mcp
 _register_eval(app)  # eval, demo
 _register_learning(app)  # add-conversation, export-training
+_register_import(app)  # import
 
 
 def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,

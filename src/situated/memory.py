@@ -28,14 +28,11 @@ from situated.defaults import (
     ENDPOINT_RECONSTRUCTORS,
 )
 from situated.embed import Embedder, get_embedder
-from situated.embed.base import Vector
 from situated.errors import (
     FeedbackConflict,
     InvalidInput,
     NotFound,
     PermissionDenied,
-    RedactionWarning,
-    SupersessionWarning,
     UnservableWarning,
     UsageError,
 )
@@ -70,9 +67,8 @@ from situated.models import (
     validate_input,
 )
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
-from situated.recall.analysis import clear_text_caches, stored_form
+from situated.recall.analysis import stored_form
 from situated.recall.briefing import Briefing
-from situated.recall.dedupe import near_duplicate
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
 from situated.recall.reconstruct.prechecks import never_served
@@ -94,14 +90,13 @@ from situated.write.distill import Distiller, Trajectory
 from situated.write.gates import (
     DEFAULT_GATES,
     Gate,
-    GateContext,
-    GateReport,
-    GateVerdict,
     WritePolicy,
-    run_gates,
 )
+from situated.write.importer import ImportReport, import_lines
 from situated.write.ingest import ConversationResult, ingest_conversation
+from situated.write.items import proposal, source_level
 from situated.write.promotion import AutoPromote, PromotionPolicy
+from situated.write.writer import Proposal, Writer, forget_texts
 from situated.write.writers import Writers, run_distiller
 
 if TYPE_CHECKING:
@@ -118,44 +113,11 @@ class _FromSettings(enum.Enum):
 
 
 FROM_SETTINGS = _FromSettings.TOKEN
-_ADDITIONAL = re.compile(r"\b(also|another|additional(ly)?|as well|in addition|too)\b", re.I)
 MAX_K = 100
 MAX_BUDGET_TOKENS = 32_000
 
 
-@dataclass(frozen=True)
-class _Prepared:
-    """A proposal after the gates, ready to be committed."""
-
-    record: MemoryRecord
-    report: GateReport
-    vectors: dict[str, Vector]
-    near: list[tuple[MemoryRecord, float]]
-    writer: Principal
-    reason: str
-    data: dict[str, Any]
-    analysis: bytes | None
-    """`situated.recall.analysis` of `record`, stored with the row (None: none survives
-    storage; the stages read the memory itself)."""
-
-
 log = logging.getLogger("situated")
-
-_ADD_DEFAULTS: dict[str, Any] = {
-    "kind": Kind.LESSON, "namespace": "default", "state": None, "action": None,
-    "success": None, "reward": None, "episode_id": None, "step": None, "evidence": (),
-    "conditions": (), "entity": None, "attribute": None, "value": None, "multi_valued": False,
-    "roles": (), "classification": None, "consent": None,
-    "authority": Authority.INFERRED, "valid_from": None, "valid_until": None,
-    "policy_version": None,
-}
-_ADD_FIELDS = {"content", "source_classification", *_ADD_DEFAULTS}
-
-
-def _build_args(kw: dict[str, Any]) -> dict[str, Any]:
-    """`add` keyword arguments with their defaults, for `Memory._build`."""
-    return {"content": kw["content"]} | {k: kw.get(k, v) for k, v in _ADD_DEFAULTS.items()}
-
 
 @dataclass(frozen=True)
 class FeedbackResult:
@@ -307,6 +269,7 @@ class Memory:
         self.writers = Writers(settings)  # distillers and extractors, built on first use
         self.store = Store(file, resident_mb=resident_mb, ann_rows=ann_rows)
         self.schema = AttributeSchema(self.store)  # which attributes hold one value
+        self._writer = Writer(self)
         try:
             self.reconstructor.bind(self.store)
             ref = self.store.embedder_ref()
@@ -395,7 +358,7 @@ class Memory:
             step, evidence, conditions, entity, attribute, value, multi_valued, roles,
             classification, consent, authority, valid_from, valid_until, policy_version,
         )
-        _source_level(source_classification)
+        source_level(source_classification)
         return self._propose(rec, principal, source_classification, "proposed via add")
 
     def _propose(
@@ -408,110 +371,11 @@ class Memory:
     ) -> MemoryRecord:
         """Gates, dedupe, insert, then promotion: the one write path for durable memory."""
         self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
-        prepared = self._prepare(rec, principal, source_classification, reason, trace, {})
+        prepared = self._writer.prepare(
+            [Proposal(rec, source_classification, trace)], principal, reason, stacklevel=4
+        )
         with self.store.transaction():
-            return self._commit(prepared)
-
-    def _prepare(
-        self,
-        rec: MemoryRecord,
-        principal: Principal,
-        source_classification: Classification | str | None,
-        reason: str,
-        trace: dict[str, Any] | None,
-        vectors: dict[str, Vector],
-    ) -> _Prepared:
-        """Everything before the transaction: gates (with redaction), fingerprint, vectors
-        (`vectors` caches embeddings by text, so a batch can embed once)."""
-        src_cls = None
-        if source_classification is not None:
-            src_cls = validate_input(
-                "", lambda: Scope(tenant="t", classification=source_classification)  # type: ignore[arg-type]
-            ).classification
-
-        def vector(text: str) -> Vector:
-            if text not in vectors:
-                vectors[text] = self.embedder.embed_one(text)
-            return vectors[text]
-
-        found: dict[str, list[tuple[MemoryRecord, float]]] = {}
-
-        def near(r: MemoryRecord) -> list[tuple[MemoryRecord, float]]:
-            if r.content not in found:  # searched once, by the gate and the merge alike
-                found[r.content] = self._near_duplicates(r, vector(r.content))
-            return found[r.content]
-
-        ctx = GateContext(self.write_policy(rec.scope.namespace), src_cls, near)
-        report = run_gates(rec, ctx, self.gates)
-        for result in report.results:
-            if result.verdict is GateVerdict.REDACTED:
-                # shown to the writer: the stored text keeps a marker per span, never the value
-                warnings.warn("; ".join(result.reasons), RedactionWarning, stacklevel=4)
-        rec = report.record.model_copy(
-            update={"fingerprint": content_fingerprint(
-                rec.scope.tenant, rec.scope.namespace, rec.kind, report.record.content)}
-        )
-        src_text = rec.source.state.describe() if rec.source.state else ""
-        content_vec = vector(rec.content)
-        state_vec = vector(src_text) if src_text else content_vec
-        near_twins = near(rec) if not report.held and not report.rejected else []
-        return _Prepared(
-            rec, report, {"content": content_vec, "state": state_vec}, near_twins,
-            principal, reason, {"gates": report.to_data()} | (trace or {}),
-            stored_form(rec),
-        )
-
-    def _commit(self, p: _Prepared) -> MemoryRecord:
-        """Inside a transaction: reinforce a twin, or insert and promote/hold/reject.
-
-        Lookups see only what every reader of the new memory may read
-        (`Eligibility.readers_of`): a twin held in a narrower scope is neither revealed nor
-        touched; the proposal is stored as a memory of its own."""
-        rec, report, writer = p.record, p.report, p.writer
-        own = Eligibility(writer, states=ALL_STATES)
-        twin = None
-        if not report.held and not report.rejected:
-            # a restatement strengthens the existing memory instead of adding a copy; a held
-            # proposal (e.g. the return of a retired lesson) is kept for review; only within
-            # the same scope: folding a consent-bound or role-restricted proposal into a
-            # broader twin would escape a later revocation
-            live = Eligibility.readers_of(
-                rec.scope, (LifecycleState.ACTIVE, LifecycleState.PROPOSED)
-            )
-            twin = next(
-                (t for t in (self.store.by_fingerprint(rec.fingerprint, live),
-                             *(t for t, _ in p.near))
-                 if t is not None and t.scope == rec.scope
-                 and t.state in (LifecycleState.ACTIVE, LifecycleState.PROPOSED)),
-                None,
-            )
-        elif report.held:
-            same = self.store.by_fingerprint(
-                rec.fingerprint, Eligibility.readers_of(rec.scope, (LifecycleState.PROPOSED,))
-            )
-            if same is not None and same.scope == rec.scope:
-                twin = same  # the same text already waits for review
-        if twin is not None:
-            self.store.append_event(
-                twin.id, own, EventType.REINFORCED, writer.name, "duplicate proposed again",
-                {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id},
-            )
-            return self.store.get(twin.id, own)
-        self.store.insert(
-            rec, writer, p.vectors, p.reason, p.data, (ANALYSIS_VERSION, p.analysis)
-        )
-        if report.rejected:
-            self.store.append_event(
-                rec.id, own, EventType.REJECTED, "gates", "; ".join(report.reasons())
-            )
-        elif not report.held:  # a held proposal stays PROPOSED; its event carries the reasons
-            decision = self.promotion.decide(rec)
-            if decision.promote:
-                self.store.append_event(
-                    rec.id, own, EventType.PROMOTED, writer.name, decision.reason
-                )
-                self._supersede_same_key(rec, writer)
-        return self.store.get(rec.id, own)
+            return self._writer.commit(prepared)[0]
 
     def add_many(
         self,
@@ -533,55 +397,43 @@ class Memory:
         """
         args.principal(principal)
         args.integer(batch_size, "batch_size", 1, 10_000)
-        records: builtins.list[tuple[MemoryRecord, Any]] = []
-        for n, item in enumerate(args.items(items, "items", MAX_BATCH_ITEMS)):
-            if not isinstance(item, Mapping):
-                raise InvalidInput(f"items[{n}]", "must be a mapping of add() arguments")
-            kw = dict(item)
-            unknown = set(kw) - _ADD_FIELDS
-            if unknown:
-                raise InvalidInput(f"items[{n}]", f"unknown fields: {', '.join(sorted(unknown))}")
-            if "content" not in kw:
-                raise InvalidInput(f"items[{n}].content", "is required")
-            source_cls = kw.pop("source_classification", None)
-            try:
-                rec = self._build(principal=principal, **_build_args(kw))
-                _source_level(source_cls)
-            except InvalidInput as exc:
-                raise InvalidInput(f"items[{n}].{exc.field}", exc.message) from None
-            records.append((rec, source_cls))
+        proposals = [
+            proposal(self, item, principal, f"items[{n}]")
+            for n, item in enumerate(args.items(items, "items", MAX_BATCH_ITEMS))
+        ]  # every item validated before anything is written
         self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
-        texts = list(dict.fromkeys(
-            t for rec, _ in records
-            for t in (rec.content, rec.source.state.describe() if rec.source.state else "") if t
-        ))
-        vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
         out: builtins.list[MemoryRecord] = []
-        for start in range(0, len(records), batch_size):
-            chunk = [
-                self._prepare(rec, principal, cls, "proposed via add_many", None, vectors)
-                for rec, cls in records[start : start + batch_size]
-            ]
+        for start in range(0, len(proposals), batch_size):
+            chunk = self._writer.prepare(
+                proposals[start : start + batch_size], principal, "proposed via add_many"
+            )
             with self.store.transaction():
-                out.extend(self._commit(p) for p in chunk)
+                out.extend(self._writer.commit(chunk))
         return out
 
-    def _near_duplicates(
-        self, rec: MemoryRecord, vec: Vector
-    ) -> list[tuple[MemoryRecord, float]]:
-        """Same-namespace memories whose lesson says the same thing, among those every reader
-        of `rec` may read (a gate's reason names what it found)."""
-        elig = Eligibility.readers_of(
-            rec.scope, (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE, LifecycleState.ARCHIVED)
-        )
-        hits = self.store.dense("content", vec, 5, elig)
-        records = self.store.by_rids([rid for rid, _ in hits], elig)
-        out = []
-        for rid, sim in hits:
-            other = records.get(rid)
-            if other is not None and near_duplicate(rec, other, sim):
-                out.append((other, sim))
-        return out
+    def import_records(
+        self,
+        lines: Iterable[str],
+        *,
+        principal: Principal,
+        batch_size: int = 1000,
+        start_line: int = 1,
+        progress: Callable[[ImportReport], None] | None = None,
+    ) -> ImportReport:
+        """Import memories from JSON lines (an open file, or any iterable of lines): one
+        object of `add` fields per line, plus `recorded_at` for an admin (others:
+        `PermissionDenied` naming it). Every gate runs; each `batch_size` lines are one
+        durable transaction; `progress` is called after each. See `situated.write.importer`.
+
+        Raises:
+            ImportStopped: a bad line (its number and field named); the batches before it
+                stay committed, nothing of its own batch is written; `next_line` resumes.
+        """
+        args.principal(principal)
+        args.integer(batch_size, "batch_size", 1, 10_000)
+        args.integer(start_line, "start_line", 1, 1 << 62)
+        return import_lines(self, lines, principal, batch_size=batch_size,
+                            start_line=start_line, progress=progress)
 
     def _build(
         self, content: str, principal: Principal, kind: Kind | str, namespace: str,
@@ -680,58 +532,6 @@ class Memory:
                           UnservableWarning, stacklevel=3)
         return rec
 
-    def _supersede_same_key(self, rec: MemoryRecord, writer: Principal) -> None:
-        """A single-valued fact closes the validity of older facts with its (entity, attribute).
-
-        Only facts and attributes learned single-valued supersede (`situated.learning.schema`;
-        preferences and notes keep every value); multi-valued memories never do. A new fact
-        that reads like an additional value ("also", "another") still supersedes, with a
-        warning.
-        """
-        self.schema.promoted(rec, writer)  # replacement wording is schema evidence
-        if rec.entity is None or rec.attribute is None or not self.schema.supersedes(rec):
-            return
-        for old in self.store.same_key(
-            rec.entity, rec.attribute, Eligibility.readers_of(
-                rec.scope, (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE)
-            ),
-        ):
-            if old.id == rec.id or old.multi_valued:
-                continue
-            if (old.scope.roles, old.scope.classification) != (
-                rec.scope.roles, rec.scope.classification
-            ):
-                continue  # supersession only within the same scope: never for other readers
-            if old.validity.valid_from > rec.validity.valid_from:
-                # the incoming value is older in world time: it held until the stored one began
-                self._supersede(rec, old, writer, "a newer value was already recorded")
-                return
-            if _ADDITIONAL.search(rec.content):
-                warnings.warn(
-                    f"{rec.id} reads like an additional value of ({rec.entity}, "
-                    f"{rec.attribute}) but supersedes {old.id}; pass multi_valued=True to keep "
-                    "both",
-                    SupersessionWarning,
-                    stacklevel=4,
-                )
-            self._supersede(old, rec, writer, f"newer value for ({rec.entity}, {rec.attribute})")
-
-    def _supersede(
-        self,
-        old: MemoryRecord,
-        new: MemoryRecord,
-        actor: Principal,
-        reason: str,
-        at: float | None = None,
-    ) -> None:
-        """Close `old`'s validity when `new` begins (or at `at`), link both, log the event;
-        both within `actor`'s scope."""
-        end = max(new.validity.valid_from if at is None else at, old.validity.valid_from + 1e-6)
-        end = min(end, old.validity.valid_until)
-        self.store.supersede(
-            old.id, new.id, end, Eligibility(actor, states=ALL_STATES), actor.name, reason
-        )
-
     def promote(
         self, memory_id: str, *, reviewer: Principal, reason: str = "approved"
     ) -> MemoryRecord:
@@ -757,7 +557,7 @@ class Memory:
                 raise UsageError(f"{memory_id} is {rec.state.value}, not PROPOSED")
             self.store.append_event(memory_id, own, event, reviewer.name, reason)
             if event is EventType.PROMOTED:
-                self._supersede_same_key(rec, reviewer)
+                self._writer.supersede_same_key(rec, reviewer)
             return self.store.get(memory_id, own)
 
     def pending(
@@ -817,7 +617,7 @@ class Memory:
         """
         args.principal(principal)
         chosen = self.writers.distiller(distiller, distiller_options)
-        _source_level(source_classification)
+        source_level(source_classification)
         if isinstance(trajectory, str):
             traj = _trajectory_from_json(trajectory)
         elif isinstance(trajectory, Trajectory):
@@ -905,7 +705,7 @@ class Memory:
             memory_id, elig, principal.name, reason,
             lambda payload: _scrub_recall(payload, memory_id, rec),
         )
-        clear_text_caches()  # parsed, screened and counted texts held by this process
+        forget_texts()  # parsed, screened and counted texts held by this process
         self._erasures = self.store.erasures()
 
     # -- recall -----------------------------------------------------------------------------
@@ -970,7 +770,7 @@ class Memory:
         if seen == self._erasures:
             return False
         self._erasures = seen
-        clear_text_caches()
+        forget_texts()
         return True
 
     # -- feedback ---------------------------------------------------------------------------
@@ -1063,7 +863,7 @@ class Memory:
                 old = self.store.get(mid, own)
                 newer = self._newer_same_key(old)
                 if newer is not None and self.schema.supersedes(old):
-                    self._supersede(old, newer, principal,
+                    self._writer.supersede(old, newer, principal,
                                     "failed while a newer value exists (outcome-triggered)",
                                     at=utcnow())
                     transitions.append((mid, LifecycleState.INVALIDATED.value))
@@ -1410,11 +1210,6 @@ MAX_CITED_CHARS = 100_000
 def _reason(value: Any) -> str:
     """A reason recorded in the ledger: non-blank text."""
     return args.text(value, "reason", args.MAX_REASON_CHARS, required=True)
-
-
-def _source_level(value: Any) -> Classification | None:
-    """`source_classification`: None or a classification."""
-    return None if value is None else args.choice(Classification, value, "source_classification")
 
 
 TRAJECTORY_SHAPE = (

@@ -41,6 +41,7 @@ from situated.models import (
 from situated.store import lexical as lexicon
 from situated.store.ann import DEFAULT_ROWS as DEFAULT_ANN_ROWS
 from situated.store.ann import EXACT_BELOW, AnnConfig
+from situated.store.bulk import NewRow, insert_rows
 from situated.store.failures import Cursor as _Cursor
 from situated.store.failures import begin_immediate
 from situated.store.failures import stored as _stored
@@ -64,6 +65,7 @@ from situated.store.resident import (
     ResidentIndex,
     Slice,
     tokens,
+    top,
 )
 from situated.store.scope import (
     ALL_STATES,
@@ -131,6 +133,7 @@ class Store:
         ann_rows: int = DEFAULT_ANN_ROWS,
     ) -> None:
         self.path = str(path)
+        self._bound: tuple[str, int] | None = None
         self._writing = False
         self._fts_reset_due = False
         try:
@@ -293,6 +296,8 @@ class Store:
 
     def bind_embedder(self, model_ref: str, dim: int) -> None:
         """Record the store's embedding model on first use; refuse any other afterwards."""
+        if self._bound == (model_ref, dim):
+            return  # a binding never changes once made
         row = self._one("SELECT value FROM meta WHERE key = 'embedder'")
         if row is None:
             try:
@@ -314,6 +319,8 @@ class Store:
             raise EmbedderMismatch(
                 f"this store holds vectors of {row[0]}; refusing to mix in {model_ref}"
             )
+        if self.vectors.dim == dim:
+            self._bound = (model_ref, dim)
 
     def embedder_ref(self) -> str | None:
         return self.meta("embedder").get("embedder")
@@ -369,6 +376,16 @@ class Store:
             {"kind": rec.kind.value, "namespace": sc.namespace} | (extra or {}),
         )
         return rid
+
+    def insert_many(self, rows: Sequence[NewRow]) -> list[int]:
+        """`insert` and the events of each row, set-based (`store.bulk`); call inside
+        `transaction()`. Every writer must be allowed to write its row's scope."""
+        for r in rows:
+            check_write(r.writer, r.record.scope)
+        rids = insert_rows(self.db, rows)
+        for tenant in {r.record.scope.tenant for r in rows}:
+            self._role_key_cache.pop(tenant, None)
+        return rids
 
     def append_event(
         self,
@@ -916,6 +933,53 @@ class Store:
             (fingerprint, *params),
         )
         return None if row is None else _record(row)
+
+    def fingerprints_among(self, fingerprints: Sequence[str], elig: Eligibility) -> set[str]:
+        """Which of these exact-duplicate keys `elig` reaches (`by_fingerprint` is not None)."""
+        if not fingerprints:
+            return set()
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT DISTINCT m.fingerprint FROM memories m WHERE m.fingerprint IN "
+            f"({','.join('?' * len(fingerprints))}) AND {where}",
+            (*fingerprints, *params),
+        )
+        return {str(r[0]) for r in rows}
+
+    def fact_keys_among(
+        self, keys: Sequence[tuple[str, str]], elig: Eligibility
+    ) -> set[tuple[str, str]]:
+        """Which of these (entity, attribute) keys `elig` reaches (`same_key` is not empty)."""
+        if not keys:
+            return set()
+        where, params = self._where(elig)
+        entities = sorted({e for e, _ in keys})
+        rows = self._all(
+            f"SELECT DISTINCT m.entity, m.attribute FROM memories m WHERE m.entity IN "
+            f"({','.join('?' * len(entities))}) AND {where}",
+            (*entities, *params),
+        )
+        return {(str(e), str(a)) for e, a in rows} & set(keys)
+
+    def dense_many(
+        self, field: str, queries: Vector, k: int, elig: Eligibility
+    ) -> list[list[tuple[int, float]]]:
+        """`dense` for each row of `queries`, in one read snapshot (one matrix product over
+        the resident slice when there is one)."""
+        with self.snapshot():
+            s = self._slice(elig)
+            if s is None:
+                return [self.dense(field, q, k, elig) for q in queries]
+            rows = np.flatnonzero(s.mask(elig, self._allowed_keys(elig)))
+            if not len(rows) or k <= 0:
+                return [[] for _ in queries]
+            sims = s.matrix(field)[rows] @ np.asarray(queries, dtype=np.float32).T
+            full = np.zeros(s.n, dtype=np.float32)
+            out = []
+            for j in range(sims.shape[1]):
+                full[rows] = sims[:, j]
+                out.append([(int(s.rids[i]), float(full[i])) for i in top(full, rows, k)])
+            return out
 
     def same_key(self, entity: str, attribute: str, elig: Eligibility) -> list[MemoryRecord]:
         """Facts `elig` reaches with this (entity, attribute), oldest first."""

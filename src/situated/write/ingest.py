@@ -79,6 +79,7 @@ def ingest_conversation(
 
 
 def _args(kw: dict[str, Any]) -> dict[str, Any]:
-    from situated.memory import _build_args
+    """`add` keyword arguments with their defaults, for `Memory._build`."""
+    from situated.write.items import ADD_DEFAULTS
 
-    return _build_args(kw)
+    return {"content": kw["content"]} | {k: kw.get(k, v) for k, v in ADD_DEFAULTS.items()}
