@@ -29,6 +29,7 @@ from situated.service.operations import Pool
 from situated.store.ledger import LedgerEvent
 from situated.store.sqlite import RebuildReport
 from situated.write.gates import WritePolicy
+from situated.write.importer import ImportReport
 
 T = TypeVar("T")
 MAX_WORKERS = 32
@@ -124,6 +125,11 @@ class AsyncMemory:
     async def add_many(self, items: Any, **kwargs: Any) -> builtins.list[MemoryRecord]:
         """`Memory.add_many`: propose many memories, validated before anything is written."""
         result: builtins.list[MemoryRecord] = await self._call("add_many", items, **kwargs)
+        return result
+
+    async def import_records(self, lines: Any, **kwargs: Any) -> ImportReport:
+        """`Memory.import_records`: JSON lines of memories, one transaction per batch."""
+        result: ImportReport = await self._call("import_records", lines, **kwargs)
         return result
 
     async def learn(self, trajectory: Any, **kwargs: Any) -> builtins.list[MemoryRecord]:
