@@ -28,8 +28,10 @@ from situated.models import MemoryRecord
 from situated.recall.briefing import Briefing
 from situated.service.operations import Pool
 from situated.store.ledger import LedgerEvent
+from situated.store.recall_reads import RecallView
 from situated.store.sqlite import RebuildReport
 from situated.write.gates import WritePolicy
+from situated.write.importer import ImportReport
 from situated.write.ingest import ConversationResult
 
 T = TypeVar("T")
@@ -128,6 +130,11 @@ class AsyncMemory:
         result: builtins.list[MemoryRecord] = await self._call("add_many", items, **kwargs)
         return result
 
+    async def import_records(self, lines: Any, **kwargs: Any) -> ImportReport:
+        """`Memory.import_records`: JSON lines of memories, one transaction per batch."""
+        result: ImportReport = await self._call("import_records", lines, **kwargs)
+        return result
+
     async def learn(self, trajectory: Any, **kwargs: Any) -> builtins.list[MemoryRecord]:
         """`Memory.learn`: distil a finished episode into lessons."""
         result: builtins.list[MemoryRecord] = await self._call("learn", trajectory, **kwargs)
@@ -196,6 +203,33 @@ class AsyncMemory:
         """`Memory.gate_results`: the write gates' results for a memory's proposal."""
         result: builtins.list[dict[str, Any]] = await self._call("gate_results", memory_id,
                                                                  **kwargs)
+        return result
+
+    async def recalls(self, **kwargs: Any) -> builtins.list[RecallView]:
+        """`Memory.recalls`: recent recalls the principal may see, newest first."""
+        result: builtins.list[RecallView] = await self._call("recalls", **kwargs)
+        return result
+
+    async def recall_record(self, recall_id: str, **kwargs: Any) -> RecallView:
+        """`Memory.recall_record`: one stored recall, cut to what the principal may read."""
+        result: RecallView = await self._call("recall_record", recall_id, **kwargs)
+        return result
+
+    async def recalls_of(self, memory_id: str, **kwargs: Any) -> builtins.list[RecallView]:
+        """`Memory.recalls_of`: the recalls that served or rejected one memory."""
+        result: builtins.list[RecallView] = await self._call("recalls_of", memory_id, **kwargs)
+        return result
+
+    async def recall_outcomes(self, **kwargs: Any
+                              ) -> builtins.list[tuple[float, builtins.list[str]]]:
+        """`Memory.recall_outcomes`: (time, verdicts) of recent recalls, for charts."""
+        result: builtins.list[tuple[float, builtins.list[str]]] = await self._call(
+            "recall_outcomes", **kwargs)
+        return result
+
+    async def utilities(self, **kwargs: Any) -> builtins.list[float]:
+        """`Memory.utilities`: the utilities of the memories the principal may read."""
+        result: builtins.list[float] = await self._call("utilities", **kwargs)
         return result
 
     async def list(self, **kwargs: Any) -> builtins.list[MemoryRecord]:
