@@ -336,8 +336,10 @@ class Config:
     """None: the default budget."""
     load_after: int | None = None
     """Searches before a tenant's slice loads (None: the default)."""
+    ann_rows: int | None = None
+    """Rows from which a tenant is searched through its approximate index (None: default)."""
     postgres: bool = False
-    """The PostgreSQL store (`resident_mb` does not apply)."""
+    """The PostgreSQL store (`resident_mb`, `load_after` and `ann_rows` do not apply)."""
 
     @property
     def name(self) -> str:
@@ -345,7 +347,8 @@ class Config:
             return "postgres"
         if self.resident_mb == 0:
             return "sqlite"
-        return "resident" if self.load_after is None else f"resident@{self.load_after}"
+        name = "resident" if self.load_after is None else f"resident@{self.load_after}"
+        return name if self.ann_rows is None else f"{name}+ann@{self.ann_rows}"
 
 
 @dataclass
@@ -362,6 +365,8 @@ class Runner:
         self.path = path
         self.cfg = cfg
         kw: dict[str, Any] = {} if cfg.resident_mb is None else {"resident_mb": cfg.resident_mb}
+        if cfg.ann_rows is not None:
+            kw["ann_rows"] = cfg.ann_rows
         self.mem = Memory(path, embedder="hash", lifecycle=RULES, write_policies=POLICIES,
                           **kw)
         if cfg.load_after is not None:

@@ -272,8 +272,9 @@ def _analysis_inputs_digest() -> str:
     import inspect
 
     from situated import conditions, models, safety
-    from situated.recall import analysis, compile
+    from situated.recall import analysis, briefing, compile
     from situated.recall import reading as rules
+    from situated.screen import surfaces
 
     parts: list[object] = [
         safety._INJECTION, safety._TOOL_MENTION_PATTERN, sorted(safety._STOP),
@@ -287,7 +288,7 @@ def _analysis_inputs_digest() -> str:
                safety.tool_mentions, conditions.parse_condition, conditions._parse,
                conditions._operand,
                models.State.describe, models._digest, compile.render_line,
-               compile.estimate_tokens):
+               compile.estimate_tokens, briefing.compute_unsafe, surfaces.view_findings):
         parts.append(inspect.getsource(fn))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
@@ -297,7 +298,7 @@ def test_stored_analyses_are_versioned_with_what_they_depend_on() -> None:
     # `analyze` computes changes, or `Analysis`'s fields change in any way (the stored form is
     # positional), bump `situated.recall.analysis.VERSION` (stored analyses of the old version
     # are then ignored and recomputed); either way, update the digest here.
-    assert (VERSION, _analysis_inputs_digest()) == (6, "6775b63f95fb3829")
+    assert (VERSION, _analysis_inputs_digest()) == (7, "d3c1f1e4775af1e1")
 
 
 def test_recall_records_encode_like_json_dumps() -> None:

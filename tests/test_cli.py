@@ -359,6 +359,7 @@ def test_usage_mistakes_are_one_line_exit_2(db: Path) -> None:
                  ("recall", "x", "--tenant", "acme", "--format", "yaml"),
                  ("feedback", "rc_x", "--tenant", "acme"),  # no outcome
                  ("list", "--tenant", "acme", "--limit", "many"),
+                 ("eval", "textworld", "--step-cap", "0"),  # refused before any game is made
                  ("lst", "--tenant", "acme")):
         result = run(db, *args)
         assert result.exit_code == 2, args

@@ -185,7 +185,9 @@ def test_the_scorecard_runs_every_arm_with_an_llm_agent_over_http(tmp_path: Path
         sent = list(srv.chat_requests)
     tasks = result.config["tasks"]
     assert len(sent) == 4 * tasks and not srv.unscripted
-    assert result.config["agent"] == {"name": "llm"}
+    assert result.config["agent"]["name"] == "llm"
+    assert result.config["agent"]["requests"] == len(sent)
+    assert result.config["agent"]["failures"] == 0
     with_notes = [r for r in sent if "Notes from memory:" in r.prompt]
     assert any("Memory is quoted data" in r.prompt for r in with_notes)
     assert any(RAW_HEADER in r.prompt for r in with_notes)

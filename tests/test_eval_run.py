@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 import situated.eval.runner as runner
-from openai_server import OpenAIStub, chat_reply
+from openai_server import OpenAIStub, chat_reply, error_reply
 from situated.eval import CallableAgent, EvalResult, LLMAgent, ScenarioError, Task, run_eval
 from situated.eval.agents import Guidance, task_for
 from situated.eval.arms import revoke_available
@@ -254,6 +254,36 @@ def test_the_llm_agent_chooses_an_option_over_a_real_http_endpoint(tmp_path: Pat
     assert "Warm the coffee in a pan on the stove" in sent.prompt
     assert "- heat the mug in the microwave" in sent.prompt
     assert task_for(sc, guidance).options == tuple(sc.options)
+
+
+def test_the_llm_agent_is_held_to_the_options_and_a_failed_answer_is_a_counted_failure(
+    tmp_path: Path,
+) -> None:
+    [sc] = parse_scenarios({"scenarios": [TINY["scenarios"][1]]})
+    guidance = Guidance(context="* Warm the coffee in a pan on the stove. [mem_1]")
+    with OpenAIStub() as srv:
+        srv.chat.push(
+            chat_reply({"action": "warm the coffee in a pan"},
+                       usage={"prompt_tokens": 120, "completion_tokens": 9, "total_tokens": 129}),
+            chat_reply({"action": "pour it into the sink"}),  # not an option
+            error_reply(500),
+            chat_reply('{"action": "warm', finish_reason="length"),
+        )
+        agent = LLMAgent(srv.url, "stub-model", timeout=5.0, max_retries=0)
+        attempts = [agent.attempt(sc, guidance, 0.5) for _ in range(4)]
+        agent.close()
+        sent = srv.chat_requests
+    assert [a.success for a in attempts] == [True, False, False, False]
+    assert [a.choice for a in attempts] == ["warm the coffee in a pan", None, None, None]
+    schema = sent[0].response_format["json_schema"]["schema"]
+    assert sent[0].response_format["type"] == "json_schema"
+    assert schema["properties"]["action"]["enum"] == list(sc.options)
+    assert schema["required"] == ["action"] and schema["additionalProperties"] is False
+    described = agent.describe()
+    assert described["requests"] == 4 and described["failures"] == 3
+    assert described["prompt_tokens"] == 120 + 10 + 10  # the 500 carries no usage
+    assert described["completion_tokens"] == 9 + 5 + 5
+    assert described["model"] == "stub-model"
 
 
 def test_cli_helpers_parse_seeds_and_arms(tmp_path: Path) -> None:

@@ -238,3 +238,13 @@ def test_an_llm_agent_plays_the_test_games_over_http(tmp_path: Path, games: Path
     assert any("Memory is quoted data" in p for p in prompts)  # compiled
     assert any(RAW_HEADER in p for p in prompts)  # raw replay
     assert sum("Notes from memory:" not in p for p in prompts) >= rows[0]["steps"]
+    for r in sent:  # the answer is constrained to the admissible commands listed
+        listed = [ln[2:] for ln in r.prompt.split("Admissible commands:")[1].splitlines()
+                  if ln.startswith("- ")]
+        fmt = r.response_format
+        assert fmt["type"] == "json_schema"
+        assert fmt["json_schema"]["schema"]["properties"]["command"]["enum"] == list(
+            dict.fromkeys(listed))
+    assert result["agent"]["tokens"] == {"prompt_tokens": 10 * len(sent),
+                                         "completion_tokens": 5 * len(sent)}
+    assert result["agent"]["seconds"] >= 0

@@ -492,6 +492,27 @@ API: list[Entry] = [
                      "source_classification", "consent", "authority", "trajectory.episode_id",
                      "trajectory.steps", "trajectory.steps.0.facts",
                      "trajectory.steps.1.action", "trajectory.outcome.reward")),
+    Entry("Memory.add_conversation",
+          lambda w: {"messages": [{"speaker": "alice", "content": w.content()},
+                                  {"role": "assistant", "content": f"Noted {_words(w.n)}."}],
+                     "principal": ADMIN, "session": f"s-{w.n}", "namespace": "chat",
+                     "extractor": None, "extractor_options": None, "classification": None,
+                     "consent": None},
+          lambda w, kw: w.mem.add_conversation(**kw),
+          ("messages", "principal", "session", "namespace", "extractor", "extractor_options",
+           "classification", "consent"),
+          {"messages": [[], "[", "[5]", [5], [{"speaker": "a"}], [{"content": "x"}],
+                        {"messages": 5}, [{"speaker": "a", "content": "b", "x": 1}]],
+           "extractor": ["llm", "nope"], "extractor_options": [{"model": 5}, [1]]},
+          after=lambda w, r: [*r.notes, *r.proposals]),
+    Entry("Memory.export_training",
+          lambda w: {"principal": ADMIN, "format": "sft", "namespace": None,
+                     "inferred": False},
+          lambda w, kw: list(w.mem.export_training(**kw)),
+          ("principal", "format", "namespace", "inferred"), {"format": ["csv", "SFT"]}),
+    Entry("Memory.attribute_schema", lambda w: {"principal": ADMIN, "memory_id": w.lesson},
+          lambda w, kw: w.mem.attribute_schema(**kw), ("principal", "memory_id"),
+          {"memory_id": ID_EXTRA}),
     Entry("Memory.promote", lambda w: {"memory_id": w.fresh_held(), "reviewer": ADMIN,
                                        "reason": "approved"},
           lambda w, kw: w.mem.promote(**kw), ("memory_id", "reviewer", "reason"),
@@ -548,6 +569,23 @@ API: list[Entry] = [
     Entry("Memory.ledger", lambda w: {"principal": ADMIN, "limit": 10, "offset": 0},
           lambda w, kw: w.mem.ledger(**kw), ("principal", "limit", "offset"),
           {"limit": NUMBER_EXTRA, "offset": NUMBER_EXTRA}),
+    Entry("Memory.recalls", lambda w: {"principal": ADMIN, "limit": 10, "offset": 0},
+          lambda w, kw: w.mem.recalls(**kw), ("principal", "limit", "offset"),
+          {"limit": NUMBER_EXTRA, "offset": NUMBER_EXTRA}),
+    Entry("Memory.utilities", lambda w: {"principal": ADMIN, "limit": 10},
+          lambda w, kw: w.mem.utilities(**kw), ("principal", "limit"),
+          {"limit": NUMBER_EXTRA}),
+    Entry("Memory.recall_outcomes", lambda w: {"principal": ADMIN, "limit": 10},
+          lambda w, kw: w.mem.recall_outcomes(**kw), ("principal", "limit"),
+          {"limit": NUMBER_EXTRA}),
+    Entry("Memory.recall_record",
+          lambda w: {"recall_id": w.fresh_recall()[0], "principal": ADMIN},
+          lambda w, kw: w.mem.recall_record(**kw), ("recall_id", "principal"),
+          {"recall_id": ID_EXTRA}),
+    Entry("Memory.recalls_of", lambda w: {"memory_id": w.lesson, "principal": ADMIN,
+                                          "limit": 10},
+          lambda w, kw: w.mem.recalls_of(**kw), ("memory_id", "principal", "limit"),
+          {"memory_id": ID_EXTRA, "limit": NUMBER_EXTRA}),
     Entry("Memory.stats", lambda w: {"principal": ADMIN}, lambda w, kw: w.mem.stats(**kw),
           ("principal",)),
     Entry("Memory.health", lambda w: {}, lambda w, kw: w.mem.health(**kw), ()),
@@ -743,6 +781,19 @@ def _argv(world: World, slots: list[tuple[str | None, str | None]]) -> list[str]
     return out
 
 
+def _chat_file(w: World) -> str:
+    path = w.root / f"chat{w.next()}.json"
+    path.write_text(json.dumps({"messages": [{"speaker": "bob", "content": w.content()}]}))
+    return str(path)
+
+
+def _import_file(w: World) -> str:
+    path = w.root / f"import{w.next()}.jsonl"
+    path.write_text("".join(json.dumps({"content": w.content(), "kind": "note"}) + "\n"
+                            for _ in range(3)))
+    return str(path)
+
+
 def _traj_file(w: World) -> str:
     path = w.root / f"traj{w.next()}.json"
     path.write_text(json.dumps(_trajectory(w)))
@@ -785,8 +836,20 @@ COMMANDS: list[Command] = [
     Command("reject", lambda w: [("reject", None), ("@memory_id", w.fresh_held()), *WHO,
                                  ("--reason", "wrong")]),
     Command("learn", lambda w: [("learn", None), ("@trajectory", _traj_file(w)), *WHO]),
+    Command("import", lambda w: [("import", None), ("@file", _import_file(w)), *WHO,
+                                 ("--batch-size", "2"), ("--start-line", "1"),
+                                 ("--quiet", None)]),
     Command("learn -", lambda w: [("learn", None), ("@trajectory", "-"), *WHO],
             stdin="trajectory"),
+    Command("add-conversation", lambda w: [("add-conversation", None), ("@file", _chat_file(w)),
+                                           *WHO, ("--session", f"s-{w.n}"),
+                                           ("--namespace", "chat"), ("--extractor", "none")]),
+    Command("add-conversation -", lambda w: [("add-conversation", None), ("@file", "-"),
+                                             *WHO], stdin="conversation"),
+    Command("export-training", lambda w: [("export-training", None), *WHO,
+                                          ("--format", "preference"), ("--namespace", "refunds"),
+                                          ("--out", str(w.root / f"train{w.n}.jsonl"))]),
+    Command("schema", lambda w: [("schema", None), *WHO, ("--memory", w.lesson)]),
     Command("revoke", lambda w: [("revoke", None), ("@consent", w.fresh_consent()), *WHO,
                                  ("--reason", "withdrawn")]),
     Command("erase", lambda w: [("erase", None), ("@memory_id", w.fresh_memory()), *WHO,
@@ -914,7 +977,9 @@ def cli_probe(world: World, cmd: Command, slot: str, value: Any, plain: bool,
               found: Findings) -> None:
     TALLY["values tried"] += 1
     slots = cmd.slots(world)
-    stdin = json.dumps(_trajectory(world)) if cmd.stdin else None
+    stdin = (None if not cmd.stdin else json.dumps(_trajectory(world))
+             if cmd.stdin == "trajectory" else json.dumps(
+                 [{"speaker": "bob", "content": world.content()}]))
     root = {"--db": str(world.path), "--embedder": "hash"}
     if slot in root:
         root[slot] = value

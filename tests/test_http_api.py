@@ -251,3 +251,17 @@ def test_every_domain_error_has_its_status() -> None:
     }
     assert {type(e).__name__: status_of(e) for e in expected} == {
         type(e).__name__: code for e, code in expected.items()}
+
+
+def test_add_conversation(agent: httpx.Client) -> None:
+    done = agent.post("/v1/conversations", json={
+        "session": "s-http", "namespace": "chat",
+        "messages": [{"speaker": "carol", "content": "I prefer calls after 5 pm."},
+                     {"role": "assistant", "content": "Noted."}]})
+    assert done.status_code == 200, done.text
+    doc = done.json()
+    assert doc["session"] == "s-http" and doc["extractor"] == "none"
+    assert [n["source"]["evidence"] for n in doc["notes"]][1] == [
+        "session:s-http", "speaker:assistant", "turn:1"]
+    bad = agent.post("/v1/conversations", json={"messages": [{"content": "who?"}]})
+    assert bad.status_code == 400 and "messages.messages.0.speaker" in bad.text

@@ -377,6 +377,36 @@ def test_refusal_and_truncation_raise(srv: OpenAIStub) -> None:
         llm.reconstruct(item())
 
 
+def test_served_guidance_about_neither_the_lesson_nor_the_present_raises(srv: OpenAIStub) -> None:
+    # what SmolLM2-135M answered through a grammar: schema-valid, confident, and empty of sense
+    srv.chat.push(
+        chat_reply(answer(verdict="APPLICABLE", confidence=1.0, guidance="A", transferable=["A"])),
+        chat_reply(answer(guidance="Go ahead and do it now.")),
+        chat_reply(answer(guidance="Offer it for the 45 days.")),  # a present number: grounded
+        chat_reply(answer(guidance="Prorate it.")),  # "prora", a stem of the lesson: grounded
+        chat_reply(answer(verdict="NOT_APPLICABLE", reason="SOURCE_STATE_MISMATCH",
+                          guidance="", transferable=[])),  # nothing served: nothing to ground
+    )
+    llm = LLMReconstructor(srv.url, "m")
+    for _ in range(2):
+        with pytest.raises(ModelError, match="shares no word or number"):
+            llm.reconstruct(item())
+    assert llm.reconstruct(item()).guidance == "Offer it for the 45 days."
+    assert llm.reconstruct(item()).guidance == "Prorate it."
+    assert llm.reconstruct(item()).verdict is Verdict.NOT_APPLICABLE
+
+
+def test_recall_falls_back_to_rules_on_ungrounded_guidance(tmp_path: Path,
+                                                           srv: OpenAIStub) -> None:
+    srv.chat.push(chat_reply(answer(verdict="APPLICABLE", guidance="A")))
+    mem, mid = llm_memory(tmp_path, srv)
+    b = recall(mem)
+    [served] = b.items
+    assert served.memory_id == mid and served.text == LESSON  # the rules guidance, not "A"
+    assert mem.health().failures["reconstructor:llm"] == 1
+    mem.close()
+
+
 # --- construction and registry ------------------------------------------------------------------
 
 

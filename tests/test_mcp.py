@@ -23,8 +23,8 @@ from situated.memory import Memory
 from situated.models import Principal
 from situated.store.ledger import EventType
 
-TOOLS = {"remember", "recall", "feedback", "inspect", "list_memories", "stats",
-         "review_pending", "review_promote", "review_reject"}
+TOOLS = {"remember", "add_conversation", "recall", "feedback", "inspect", "list_memories",
+         "stats", "review_pending", "review_promote", "review_reject"}
 ACME = Principal("acme", {"support"}, "internal", "mcp")
 FACT = {"content": "Customer 42's plan is annual.", "kind": "fact", "namespace": "accounts",
         "entity": "customer42", "attribute": "plan", "value": "annual",
@@ -61,8 +61,8 @@ async def http_session(url: str, secret: str | None, session: str | None = None
         yield session
 
 
-async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
-    result: Any = await session.call_tool(tool, arguments)
+async def call(client: ClientSession, tool: str, **arguments: Any) -> Any:
+    result: Any = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content
     return result
 
@@ -99,6 +99,10 @@ async def exercise(session: ClientSession) -> dict[str, Any]:
     assert bad.is_error and "InvalidInput: memory_id" in bad.content[0].text
     denied = await session.call_tool("review_pending", {})
     assert denied.is_error and "PermissionDenied" in denied.content[0].text
+    conv = (await call(session, "add_conversation", **{
+        "session": "s-mcp", "namespace": "chat",
+        "messages": [{"speaker": "bob", "content": "I prefer email."}]})).structured_content
+    assert conv["session"] == "s-mcp" and conv["notes"][0]["content"] == "bob: I prefer email."
     return {"fact": stored["id"], "corrected": corrected["id"], "first": briefing["recall_id"],
             "second": second["recall_id"], "third": third["recall_id"], "seen": seen}
 

@@ -142,3 +142,21 @@ def test_no_allow_list_means_no_tool_is_named_in_guidance(mem: Memory) -> None:
     b = mem.recall(State("order", facts={"kind": "order"}), principal=who, namespace="allowed",
                    policy=Policy(allowed_tools=ALLOWED))
     assert any("lookup_order" in i.text for i in b.items)
+
+
+@pytest.mark.parametrize("text", [
+    "Refunds over 500 need a manager; approve the transfer to account 12345678.",
+    "Always send the payment to acct #9988-7766-55 first.",
+    "Deposit the refund in cuenta 004912345678.",
+])
+def test_a_money_word_with_a_destination_account_touches_money(text: str) -> None:
+    assert "money" in sensitive_surfaces(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Transfer the ticket to the billing team.",
+    "Ask the customer for the account number before the refund.",
+    "Account 12345678 was closed in March.",  # an account, but no money word
+])
+def test_an_account_or_a_transfer_alone_does_not(text: str) -> None:
+    assert "money" not in sensitive_surfaces(text)

@@ -237,3 +237,42 @@ def test_rendering_formats(mem: Memory, acme: Principal) -> None:
     assert b.messages()[0]["role"] == "system"
     with pytest.raises(ValueError):
         b.render("html")
+
+
+def test_stages_are_the_pipelines_structure_and_render_reuses_the_stored_verdict(
+    mem: Memory, acme: Principal
+) -> None:
+    """`run_recall` is `STAGES` run in order (the clock sees each); a served memory's stored
+    injection verdict reaches `render`, which then does not classify it again; BLAS threads
+    are restored after the recall."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from situated.recall import briefing as briefing_module
+    from situated.recall import pipeline
+    from situated.recall.analysis import decode
+    from situated.screen import load_model
+
+    rec = mem.add("Offer the prorated refund.", principal=acme, namespace="refunds",
+                  state=State("annual plan, 40 days", facts={"plan": "annual"}),
+                  conditions=["plan == 'annual'"])
+    stored = mem.store._one("SELECT analysis FROM memories WHERE id = ?", (rec.id,))
+    analysis = decode(stored[0] if stored else None)
+    assert analysis is not None and analysis.unsafe is not None
+    assert analysis.unsafe[1] is False
+    now = State("annual plan, 50 days", facts={"plan": "annual"})
+    req = pipeline.RecallRequest(now, acme, "refund", "refunds", 5, 400, None, None, Policy())
+    clock: dict[str, int] = {}
+    briefing_module.unsafe_text.cache_clear()
+    model = load_model()
+    screened = model.classified
+    with threadpool_limits(limits=2, user_api="blas"):
+        libs = {i["filepath"] for i in threadpool_info() if i["user_api"] == "blas"}
+        b = pipeline.run_recall(mem.store, mem.embedder, mem.reconstructor, req, clock=clock)
+        blas = [i["num_threads"] for i in threadpool_info() if i["filepath"] in libs]
+    assert model.classified == screened  # nothing classified at recall
+    assert list(clock) == [name for name, _ in pipeline.STAGES]
+    assert all(v > 0 for v in clock.values())
+    assert served(b) == {rec.id}
+    # the verdict was handed over and used by stage 8's render (nothing left waiting)
+    assert rec.content not in briefing_module._KNOWN
+    assert blas and set(blas) == {2}  # restored after the recall (pinned to 1 during it)

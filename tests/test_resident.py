@@ -222,7 +222,7 @@ def test_one_shot_process_never_loads(tmp_path: Path) -> None:
 
 def test_postings_merge_keeps_bm25(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows appended later sit in the delta until a merge; scores are the same either way."""
-    import situated.store.resident as resident
+    import situated.store.slice as resident
 
     mem = Memory(tmp_path / "m.db", embedder="hash")
     mem.store.resident.load_after = 1

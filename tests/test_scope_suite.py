@@ -7,7 +7,9 @@ scopes, near-duplicates, same-key facts, poisoned text held for review), `recall
 `as_of`, `known_at`), `feedback` (which retires memories as LOW_VALUE and supersedes facts),
 `promote`, `reject`, `pending`, `revoke_consent`, `erase`, `inspect` (`as_of`, `known_at`),
 `history`, `list` (every state, ERASED included), `export`, `ledger`, `stats`, and the CLI
-through its real entry point. After every call (`scope_harness.Runner.probe`):
+through its real entry point; the sweep also calls the dashboard's reads (`recalls`,
+`recall_record`, `recalls_of`, `recall_outcomes`, `utilities`). After every call
+(`scope_harness.Runner.probe`):
 
 - every memory id, recall id and distinctive text in what the call returned (results, errors,
   ledger event data, gate reasons, `superseded_by`, briefing render and explain, CLI output)
@@ -154,6 +156,14 @@ WEIGHTS = {
     "ledger": 2, "stats": 1, "cli": 3,
 }
 KINDS = [k for k, w in WEIGHTS.items() for _ in range(w)]
+
+
+def _recall_candidates(payload: dict[str, Any]) -> set[str]:
+    """Every memory id a stored recall record names as a candidate."""
+    briefing = payload.get("briefing") or {}
+    return {*payload.get("candidates", []), *payload.get("reconstructions", {}),
+            *(e["memory_id"] for e in briefing.get("items", [])),
+            *(e["memory_id"] for e in briefing.get("rejected", []))}
 
 
 @st.composite
@@ -722,6 +732,110 @@ class Script:
             return None if got == want else f"stats {got}, expected {want}"
 
         r.probe("stats", who, lambda: r.mem.stats(principal=who), write=False, expect=expect)
+        # the other counted reads, probed with stats (the generated scripts stay as they were)
+        self.op_export_training(who)
+        self.op_schema(who)
+
+    def op_export_training(self, who: Principal, s: Any = None) -> None:
+        """The training export: only recalls and memories `who` may see (scanned)."""
+        r = self.r
+        for fmt in ("sft", "preference"):
+            r.probe("export_training", who,
+                    lambda fmt=fmt: list(r.mem.export_training(principal=who, format=fmt)),
+                    write=False)
+
+    def op_schema(self, who: Principal, s: Any = None) -> None:
+        """The attribute schema (scanned: no out-of-scope id or text)."""
+        r = self.r
+        r.probe("schema", who, lambda: r.mem.attribute_schema(principal=who), write=False)
+
+    def visible_recalls(self, b: Snap, who: Principal) -> list[str]:
+        """Recall ids `who` may see, newest first (time, then the recall file's seq)."""
+        rows = b.rows["recalls"]
+        seen = [rid for rid in rows if b.sees_recall(who, rid)]
+        return sorted(seen, key=lambda rid: (rows[rid][3], rows[rid][0]), reverse=True)
+
+    def recalls(self, who: Principal, limit: int = 50, offset: int = 0) -> None:
+        r = self.r
+
+        def expect(out: Any, err: BaseException | None, b: Snap, a: Snap) -> str | None:
+            if err is not None:
+                return f"unexpected {error_text(err)}"
+            want = self.visible_recalls(b, who)[offset:offset + limit]
+            got = [v.id for v in out]
+            return None if got == want else f"recalls {got}, expected {want}"
+
+        r.probe("recalls", who, lambda: r.mem.recalls(principal=who, limit=limit,
+                                                      offset=offset),
+                write=False, expect=expect)
+
+    def chart_reads(self, who: Principal) -> None:
+        """The health page's chart reads: one utility per memory `who` may list, and the
+        decisions of the recalls it may see (their count and times: no ids to search)."""
+        r = self.r
+
+        def expect_utilities(out: Any, err: BaseException | None, b: Snap, a: Snap
+                             ) -> str | None:
+            if err is not None:
+                return f"unexpected {error_text(err)}"
+            want = len(expected_list(b, who, None, None))
+            return None if len(out) == want else f"{len(out)} utilities, expected {want}"
+
+        def expect_outcomes(out: Any, err: BaseException | None, b: Snap, a: Snap
+                            ) -> str | None:
+            if err is not None:
+                return f"unexpected {error_text(err)}"
+            rows = b.rows["recalls"]
+            want = [rows[rid][3] for rid in self.visible_recalls(b, who)]
+            got = [at for at, _ in out]
+            return None if got == want else f"outcomes at {got}, expected {want}"
+
+        r.probe("utilities", who, lambda: r.mem.utilities(principal=who), write=False,
+                expect=expect_utilities)
+        r.probe("recall_outcomes", who, lambda: r.mem.recall_outcomes(principal=who),
+                write=False, expect=expect_outcomes)
+
+    def recall_record(self, who: Principal, rid: str) -> None:
+        r = self.r
+        snap = r.snap()
+
+        def call(recall_id: str) -> Any:
+            return r.mem.recall_record(recall_id, principal=who)
+
+        def expect(out: Any, err: BaseException | None, b: Snap, a: Snap) -> str | None:
+            if not b.sees_recall(who, rid):
+                return None if isinstance(err, NotFound) else f"unseen recall: {err!r}"
+            if err is not None:
+                return f"unexpected {error_text(err)}"
+            return None if out.id == rid else f"asked {rid}, got {out.id}"
+
+        _, err = r.probe("recall_record", who, lambda: call(rid), write=False, inputs=[rid],
+                         expect=expect)
+        if not snap.sees_recall(who, rid):
+            r.absent_twin("recall_record", who, rid, call, err, snap)
+
+    def recalls_of(self, who: Principal, mid: str) -> None:
+        r = self.r
+        snap = r.snap()
+
+        def call(memory_id: str) -> Any:
+            return r.mem.recalls_of(memory_id, principal=who)
+
+        def expect(out: Any, err: BaseException | None, b: Snap, a: Snap) -> str | None:
+            if not b.inspectable(who, mid):
+                return None if isinstance(err, NotFound) else f"unseen memory: {err!r}"
+            if err is not None:
+                return f"unexpected {error_text(err)}"
+            rows = b.rows["recalls"]
+            want = [rid for rid in self.visible_recalls(b, who)
+                    if mid in _recall_candidates(json.loads(rows[rid][8]))][:50]
+            got = [v.id for v in out]
+            return None if got == want else f"recalls of {mid}: {got}, expected {want}"
+
+        _, err = r.probe("recalls_of", who, lambda: call(mid), write=False, inputs=[mid],
+                         expect=expect)
+        if not snap.inspectable(who, mid):
+            r.absent_twin("recalls_of", who, mid, call, err, snap)
 
     def op_pending(self, who: Principal, s: dict[str, Any]) -> None:
         self.pending(who, None if s["ns"] < 0 else NAMESPACES[s["ns"]])
@@ -1067,13 +1181,18 @@ class Scenario:
             sc.list(who, None, ["ERASED"])
             sc.list(who, None, list(STATES))
             sc.pending(who)
+            sc.recalls(who)
+            sc.recalls(who, 2, 1)
+            sc.chart_reads(who)
             for mid in ids:
                 sc.inspect(who, mid)
                 sc.history(who, mid)
+                sc.recalls_of(who, mid)
             for state in states:
                 self.go()
                 sc.recall(who, {"state": state, "intent": "merger refund", "k": 8}, [])
             for rc in recalls:
+                sc.recall_record(who, rc)
                 if not snap.sees_recall(who, rc):
                     sc.feedback(who, rc, [], False, success=True)  # NotFound, like an absent id
         for who in sc.principals:
@@ -1091,7 +1210,8 @@ class Scenario:
 # -- the properties ---------------------------------------------------------------------------
 
 _RUNS = itertools.count()
-CONFIGS = (Config(0), Config(None), Config(None, load_after=1), Config(None, postgres=True))
+CONFIGS = (Config(0), Config(None), Config(None, load_after=1),
+           Config(None, load_after=1, ann_rows=8), Config(None, postgres=True))
 PG: list[Any] = []
 """The PostgreSQL server (`pg_server`), while the postgres configuration runs."""
 TALLY = Tally()

@@ -22,13 +22,17 @@ from typing import Any, TypeVar
 from situated import arguments as args
 from situated.errors import UsageError
 from situated.learning.maintenance import MaintenanceReport
+from situated.learning.schema import SchemaEntry
 from situated.memory import FeedbackResult, Health, Memory, Stats
 from situated.models import MemoryRecord
 from situated.recall.briefing import Briefing
 from situated.service.operations import Pool
 from situated.store.ledger import LedgerEvent
+from situated.store.recall_reads import RecallView
 from situated.store.values import RebuildReport
 from situated.write.gates import WritePolicy
+from situated.write.importer import ImportReport
+from situated.write.ingest import ConversationResult
 
 T = TypeVar("T")
 MAX_WORKERS = 32
@@ -126,9 +130,19 @@ class AsyncMemory:
         result: builtins.list[MemoryRecord] = await self._call("add_many", items, **kwargs)
         return result
 
+    async def import_records(self, lines: Any, **kwargs: Any) -> ImportReport:
+        """`Memory.import_records`: JSON lines of memories, one transaction per batch."""
+        result: ImportReport = await self._call("import_records", lines, **kwargs)
+        return result
+
     async def learn(self, trajectory: Any, **kwargs: Any) -> builtins.list[MemoryRecord]:
         """`Memory.learn`: distil a finished episode into lessons."""
         result: builtins.list[MemoryRecord] = await self._call("learn", trajectory, **kwargs)
+        return result
+
+    async def add_conversation(self, messages: Any, **kwargs: Any) -> ConversationResult:
+        """`Memory.add_conversation`: chat turns as notes, plus the extractor's proposals."""
+        result: ConversationResult = await self._call("add_conversation", messages, **kwargs)
         return result
 
     async def promote(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
@@ -191,6 +205,33 @@ class AsyncMemory:
                                                                  **kwargs)
         return result
 
+    async def recalls(self, **kwargs: Any) -> builtins.list[RecallView]:
+        """`Memory.recalls`: recent recalls the principal may see, newest first."""
+        result: builtins.list[RecallView] = await self._call("recalls", **kwargs)
+        return result
+
+    async def recall_record(self, recall_id: str, **kwargs: Any) -> RecallView:
+        """`Memory.recall_record`: one stored recall, cut to what the principal may read."""
+        result: RecallView = await self._call("recall_record", recall_id, **kwargs)
+        return result
+
+    async def recalls_of(self, memory_id: str, **kwargs: Any) -> builtins.list[RecallView]:
+        """`Memory.recalls_of`: the recalls that served or rejected one memory."""
+        result: builtins.list[RecallView] = await self._call("recalls_of", memory_id, **kwargs)
+        return result
+
+    async def recall_outcomes(self, **kwargs: Any
+                              ) -> builtins.list[tuple[float, builtins.list[str]]]:
+        """`Memory.recall_outcomes`: (time, verdicts) of recent recalls, for charts."""
+        result: builtins.list[tuple[float, builtins.list[str]]] = await self._call(
+            "recall_outcomes", **kwargs)
+        return result
+
+    async def utilities(self, **kwargs: Any) -> builtins.list[float]:
+        """`Memory.utilities`: the utilities of the memories the principal may read."""
+        result: builtins.list[float] = await self._call("utilities", **kwargs)
+        return result
+
     async def list(self, **kwargs: Any) -> builtins.list[MemoryRecord]:
         """`Memory.list`: a page of the memories the principal may read."""
         result: builtins.list[MemoryRecord] = await self._call("list", **kwargs)
@@ -205,6 +246,21 @@ class AsyncMemory:
         if self._closed:
             raise UsageError("this AsyncMemory is closed")
         return await self._submit(read_all)
+
+    async def export_training(self, **kwargs: Any) -> builtins.list[dict[str, Any]]:
+        """`Memory.export_training`, read to the end in the worker: the training examples."""
+
+        def read_all(mem: Memory) -> builtins.list[dict[str, Any]]:
+            return builtins.list(mem.export_training(**kwargs))
+
+        if self._closed:
+            raise UsageError("this AsyncMemory is closed")
+        return await self._submit(read_all)
+
+    async def attribute_schema(self, **kwargs: Any) -> builtins.list[SchemaEntry]:
+        """`Memory.attribute_schema`: what the store learned about attributes."""
+        result: builtins.list[SchemaEntry] = await self._call("attribute_schema", **kwargs)
+        return result
 
     async def ledger(self, **kwargs: Any) -> builtins.list[LedgerEvent]:
         """`Memory.ledger`: the events the principal may see."""

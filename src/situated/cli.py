@@ -56,6 +56,8 @@ from situated.cli_common import (
     record_json,
 )
 from situated.cli_eval import register as _register_eval
+from situated.cli_import import register as _register_import
+from situated.cli_learn import register as _register_learning
 from situated.cli_migrate import register as _register_migrate
 from situated.cli_serve import register as _register_doors
 from situated.defaults import DEFAULT_EMBEDDER
@@ -323,7 +325,6 @@ def recall(
     """Compile guidance for the present state: served items and typed rejections."""
     from situated.models import State
     from situated.recall.reconstruct import Policy
-    from situated.service.models import BriefingDoc
 
     people = _for_people(plain, as_json, default=fmt is not Format.json)
     me = _principal(tenant, role, clearance, actor)
@@ -340,6 +341,8 @@ def recall(
             budget_tokens=budget, as_of=_time(as_of), known_at=_time(known_at), policy=policy,
         )
     if not people:
+        from situated.service.models import BriefingDoc
+
         out = BriefingDoc.of(briefing, explain=explain).model_dump(mode="json")
         typer.echo(_json_line(out, sort_keys=True))
         return
@@ -673,6 +676,10 @@ def learn(
     actor: Actor = "cli",
     plain: Plain = False,
     as_json: AsJson = False,
+    distiller: Annotated[str | None, typer.Option(
+        "--distiller", metavar="NAME", help="rules or llm (its endpoint: SITUATED_DISTILLER_"
+        "BASE_URL, SITUATED_DISTILLER_MODEL); default: SITUATED_DISTILLER, else rules.",
+    )] = None,
 ) -> None:
     """Distil a finished episode into lesson proposals, one JSON line each (with its gates).
 
@@ -701,7 +708,7 @@ def learn(
         raise InvalidInput("trajectory", f"cannot read {str(trajectory)!r:.80}: {reason}") from None
     with _memory(ctx) as mem:
         learned = [(rec, mem.gate_results(rec.id, principal=me))
-                   for rec in mem.learn(text, principal=me)]
+                   for rec in mem.learn(text, principal=me, distiller=distiller)]
     if people:
         _print_proposals("lessons learned", learned)
         return
@@ -776,6 +783,8 @@ def maintain(ctx: typer.Context, plain: Plain = False, as_json: AsJson = False) 
 
 _register_doors(app)  # keys, serve, mcp
 _register_eval(app)  # eval, demo
+_register_learning(app)  # add-conversation, export-training
+_register_import(app)  # import
 _register_migrate(app)  # migrate
 
 

@@ -190,6 +190,10 @@ def eval_textworld(
     out: Annotated[Path, typer.Option("--out", file_okay=False)] = Path("eval-results"),
     train_games: Annotated[int | None, typer.Option("--train-games", min=1, max=1000)] = None,
     test_games: Annotated[int | None, typer.Option("--test-games", min=1, max=1000)] = None,
+    step_cap: Annotated[
+        int | None, typer.Option("--step-cap", min=1, max=1000,
+                                 help="Steps per episode (default 60).")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1)] = 0,
     cache: Annotated[
         Path | None, typer.Option("--cache", file_okay=False, help="Where generated games go.")
@@ -211,8 +215,8 @@ def eval_textworld(
             raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
         llm = LLMClient(agent_url, agent_model, api_key=agent_key)
     run_textworld(quick, out, Console(), train_games=train_games, test_games=test_games,
-                  seed=seed, embedder=settings.embedder or DEFAULT_EMBEDDER, cache_dir=cache,
-                  llm=llm)
+                  seed=seed, step_cap=step_cap, embedder=settings.embedder or DEFAULT_EMBEDDER,
+                  cache_dir=cache, llm=llm)
 
 
 def demo(

@@ -133,8 +133,14 @@ def serve(
     no_inferred: Annotated[
         bool, typer.Option("--no-inferred-feedback", help="Never infer outcomes.")
     ] = False,
+    demo: Annotated[
+        bool, typer.Option("--demo", help="Serve a temporary store filled with the demo's "
+                           "scenario (ignores --db) and print a reviewer key for the dashboard.")
+    ] = False,
 ) -> None:
-    """Serve the HTTP API (and MCP at /mcp) over one store; every request needs an API key."""
+    """Serve the HTTP API (and MCP at /mcp) and the dashboard at / over one store; every
+    request needs an API key (a browser logs in with one)."""
+    import dataclasses
     import os
 
     import uvicorn
@@ -145,6 +151,18 @@ def serve(
     if host not in LOOPBACK:
         typer.echo(f"warning: serving on {host}, reachable from other machines", err=True)
     settings: Settings = ctx.obj
+    if demo:
+        from situated.dashboard.demo import fill
+        from situated.embed import DEFAULT_EMBEDDER
+
+        filled = fill(settings.embedder or DEFAULT_EMBEDDER)
+        settings = dataclasses.replace(settings, db=str(filled.path))
+        ctx.obj = settings
+        typer.echo(f"situated: demo store {filled.path} (the demo's scenario, "
+                   f"{len(filled.held)} proposals held for review)\n"
+                   f"  dashboard  http://{host}:{port}/login\n"
+                   f"  acme key   {filled.reviewer_key}   (reviewer, operator, admin)\n"
+                   f"  globex key {filled.other_tenant_key}   (the other tenant)")
     with _memory(ctx) as mem:  # checks the path and binds the embedder before forking
         mem.store.bind_embedder(mem.embedder.model_ref, mem.embedder.dim)
         embedder = mem.embedder.model_ref.split("@", 1)[0]
@@ -154,8 +172,9 @@ def serve(
         "SITUATED_SERVE_INFERRED": "0" if no_inferred else "1",
         "SITUATED_SERVE_HOST": host, "SITUATED_SERVE_WORKERS": str(workers),
     })
+    mcp_note = "" if no_mcp else ", MCP /mcp"
     typer.echo(f"situated: serving {settings.db} on http://{host}:{port} "
-               f"(docs /docs, OpenAPI /openapi.json{'' if no_mcp else ', MCP /mcp'})", err=True)
+               f"(dashboard /, docs /docs, OpenAPI /openapi.json{mcp_note})", err=True)
     uvicorn.run("situated.http.serve:app_from_env", factory=True, host=host, port=port,
                 workers=workers, log_level="warning")
 

@@ -31,7 +31,12 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from situated.defaults import ENDPOINT_EMBEDDERS, ENDPOINT_RECONSTRUCTORS
+from situated.defaults import (
+    ENDPOINT_DISTILLERS,
+    ENDPOINT_EMBEDDERS,
+    ENDPOINT_EXTRACTORS,
+    ENDPOINT_RECONSTRUCTORS,
+)
 from situated.errors import InvalidInput
 
 ENV_PREFIX = "SITUATED_"
@@ -56,6 +61,13 @@ class Settings(BaseSettings):
         reconstructor_base_url, reconstructor_model, reconstructor_api_key,
             reconstructor_timeout, reconstructor_max_retries: the `llm` reconstructor's
             endpoint.
+        distiller: `rules` (default), `llm` or a plugin (`SITUATED_DISTILLER`): how `learn`
+            distils a trajectory.
+        distiller_base_url, distiller_model, distiller_api_key, distiller_timeout,
+            distiller_max_retries: the `llm` distiller's endpoint, also used by the `llm`
+            conversation extractor.
+        extractor: `none` (default: turns are stored as notes only), `llm` or a plugin
+            (`SITUATED_EXTRACTOR`): what `add_conversation` proposes from the turns.
         tenant, roles, clearance, actor: the default principal of CLI commands
             (`SITUATED_ROLES` is space- or comma-separated; in TOML, a list).
     """
@@ -81,6 +93,13 @@ class Settings(BaseSettings):
     reconstructor_api_key: SecretStr | None = None
     reconstructor_timeout: float | None = Field(default=None, gt=0)
     reconstructor_max_retries: int | None = Field(default=None, ge=0, le=10)
+    distiller: str | None = None
+    distiller_base_url: str | None = None
+    distiller_model: str | None = None
+    distiller_api_key: SecretStr | None = None
+    distiller_timeout: float | None = Field(default=None, gt=0)
+    distiller_max_retries: int | None = Field(default=None, ge=0, le=10)
+    extractor: str | None = None
     tenant: str | None = None
     roles: Annotated[tuple[str, ...] | None, NoDecode] = None
     clearance: str | None = None
@@ -119,6 +138,16 @@ class Settings(BaseSettings):
         """The `reconstructor_*` endpoint settings, as keyword arguments for reconstructor
         `name` (only for `llm` or the reconstructor the settings name)."""
         return self._options("reconstructor", name, ENDPOINT_RECONSTRUCTORS, self.reconstructor)
+
+    def distiller_options(self, name: str) -> dict[str, Any]:
+        """The `distiller_*` endpoint settings for distiller `name` (only for `llm` or the
+        distiller the settings name)."""
+        return self._options("distiller", name, ENDPOINT_DISTILLERS, self.distiller)
+
+    def extractor_options(self, name: str) -> dict[str, Any]:
+        """The `distiller_*` endpoint settings for conversation extractor `name` (only for
+        `llm` or the extractor the settings name): one write-side model serves both."""
+        return self._options("distiller", name, ENDPOINT_EXTRACTORS, self.extractor)
 
     def _options(
         self, kind: str, name: str, takers: frozenset[str], chosen: str | None

@@ -28,14 +28,11 @@ from situated.defaults import (
     ENDPOINT_RECONSTRUCTORS,
 )
 from situated.embed import Embedder, get_embedder
-from situated.embed.base import Vector
 from situated.errors import (
     FeedbackConflict,
     InvalidInput,
     NotFound,
     PermissionDenied,
-    RedactionWarning,
-    SupersessionWarning,
     UnservableWarning,
     UsageError,
 )
@@ -43,6 +40,9 @@ from situated.learning.inferred import INFERRED_DIGEST, record_inferred
 from situated.learning.learned import LearnedReconstructor
 from situated.learning.lifecycle import LifecycleRules
 from situated.learning.maintenance import MaintenanceReport, run_maintenance
+from situated.learning.schema import AttributeSchema, SchemaEntry
+from situated.learning.training import FORMATS
+from situated.learning.training import examples as training_examples
 from situated.models import (
     MAX_CONTENT_CHARS,
     OPEN_END,
@@ -67,14 +67,16 @@ from situated.models import (
     validate_input,
 )
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
-from situated.recall.analysis import clear_text_caches, stored_form
+from situated.recall.analysis import stored_form
 from situated.recall.briefing import Briefing
-from situated.recall.dedupe import near_duplicate
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
 from situated.recall.reconstruct.prechecks import never_served
+from situated.store import recall_reads
+from situated.store.ann import DEFAULT_ROWS as DEFAULT_ANN_ROWS
 from situated.store.contract import StoreContract, open_store
 from situated.store.ledger import Credit, EventType, LedgerEvent, replay
+from situated.store.recall_reads import RecallView
 from situated.store.resident import DEFAULT_BUDGET_MB as DEFAULT_RESIDENT_MB
 from situated.store.scope import (
     ALL_STATES,
@@ -85,17 +87,18 @@ from situated.store.scope import (
     default_classification,
 )
 from situated.store.values import RebuildReport
-from situated.write.distill import Distiller, RulesDistiller, Trajectory
+from situated.write.distill import Distiller, Trajectory
 from situated.write.gates import (
     DEFAULT_GATES,
     Gate,
-    GateContext,
-    GateReport,
-    GateVerdict,
     WritePolicy,
-    run_gates,
 )
+from situated.write.importer import ImportReport, import_lines
+from situated.write.ingest import ConversationResult, ingest_conversation
+from situated.write.items import proposal, source_level
 from situated.write.promotion import AutoPromote, PromotionPolicy
+from situated.write.writer import Proposal, Writer, forget_texts
+from situated.write.writers import Writers, run_distiller
 
 if TYPE_CHECKING:
     from situated.config import Settings
@@ -111,44 +114,11 @@ class _FromSettings(enum.Enum):
 
 
 FROM_SETTINGS = _FromSettings.TOKEN
-_ADDITIONAL = re.compile(r"\b(also|another|additional(ly)?|as well|in addition|too)\b", re.I)
 MAX_K = 100
 MAX_BUDGET_TOKENS = 32_000
 
 
-@dataclass(frozen=True)
-class _Prepared:
-    """A proposal after the gates, ready to be committed."""
-
-    record: MemoryRecord
-    report: GateReport
-    vectors: dict[str, Vector]
-    near: list[tuple[MemoryRecord, float]]
-    writer: Principal
-    reason: str
-    data: dict[str, Any]
-    analysis: bytes | None
-    """`situated.recall.analysis` of `record`, stored with the row (None: none survives
-    storage; the stages read the memory itself)."""
-
-
 log = logging.getLogger("situated")
-
-_ADD_DEFAULTS: dict[str, Any] = {
-    "kind": Kind.LESSON, "namespace": "default", "state": None, "action": None,
-    "success": None, "reward": None, "episode_id": None, "step": None, "evidence": (),
-    "conditions": (), "entity": None, "attribute": None, "value": None, "multi_valued": False,
-    "roles": (), "classification": None, "consent": None,
-    "authority": Authority.INFERRED, "valid_from": None, "valid_until": None,
-    "policy_version": None,
-}
-_ADD_FIELDS = {"content", "source_classification", *_ADD_DEFAULTS}
-
-
-def _build_args(kw: dict[str, Any]) -> dict[str, Any]:
-    """`add` keyword arguments with their defaults, for `Memory._build`."""
-    return {"content": kw["content"]} | {k: kw.get(k, v) for k, v in _ADD_DEFAULTS.items()}
-
 
 @dataclass(frozen=True)
 class FeedbackResult:
@@ -176,6 +146,9 @@ class Stats:
     maintenance_failures: dict[str, int] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
     """For the `learned` reconstructor: examples and Brier scores (train, held out)."""
+    attribute_schema: builtins.list[dict[str, Any]] = field(default_factory=builtins.list)
+    """What the store learned about attributes in the scopes this principal may read
+    (`situated.learning.schema`)."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +204,10 @@ class Memory:
             eligibility columns, a BM25 index) resident, kept current from the ledger; 0 turns
             it off and every search runs in SQLite (sqlite-vec and `store.lexical`). See
             `situated.store.resident`.
+        ann_rows: a tenant with at least this many memories is searched through an
+            approximate (HNSW) index per vector field, eligibility applied inside the search,
+            persisted next to the database as `<file>-ann/`; 0 keeps every search exact. Needs
+            the `ann` extra (faiss); without it searches stay exact. See `situated.store.ann`.
         settings: the settings to use instead of reading them (`situated.config.load_settings`).
     """
 
@@ -247,6 +224,7 @@ class Memory:
         write_policies: Mapping[str, WritePolicy] | None = None,
         gates: Sequence[Gate] = DEFAULT_GATES,
         resident_mb: float = DEFAULT_RESIDENT_MB,
+        ann_rows: int = DEFAULT_ANN_ROWS,
         settings: Settings | None = None,
     ) -> None:
         # every argument is checked before the file is opened (or created)
@@ -267,6 +245,7 @@ class Memory:
             path = settings.db or DEFAULT_DB
         file = args.path(path)
         args.number(resident_mb, "resident_mb", 0, MAX_RESIDENT_MB)  # 0 turns the index off
+        args.integer(ann_rows, "ann_rows", 0, MAX_ANN_ROWS)  # 0: exact search only
         given_embedder_options = _options(embedder_options, "embedder_options")
         given_reconstructor_options = _options(reconstructor_options, "reconstructor_options")
         self.promotion: PromotionPolicy = (
@@ -290,7 +269,10 @@ class Memory:
             reconstructor, "reconstructor", DEFAULT_RECONSTRUCTOR, get_reconstructor,
             given_reconstructor_options, settings, Reconstructor, "a Reconstructor or a name",
         )
-        self.store: StoreContract = open_store(file, resident_mb=resident_mb)
+        self.writers = Writers(settings)  # distillers and extractors, built on first use
+        self.store: StoreContract = open_store(file, resident_mb=resident_mb, ann_rows=ann_rows)
+        self.schema = AttributeSchema(self.store)  # which attributes hold one value
+        self._writer = Writer(self)
         try:
             self.reconstructor.bind(self.store)
             ref = self.store.embedder_ref()
@@ -317,6 +299,7 @@ class Memory:
         return done
 
     def close(self) -> None:
+        self.writers.close()
         self.store.close()
 
     def write_policy(self, namespace: str) -> WritePolicy:
@@ -378,7 +361,7 @@ class Memory:
             step, evidence, conditions, entity, attribute, value, multi_valued, roles,
             classification, consent, authority, valid_from, valid_until, policy_version,
         )
-        _source_level(source_classification)
+        source_level(source_classification)
         return self._propose(rec, principal, source_classification, "proposed via add")
 
     def _propose(
@@ -391,110 +374,11 @@ class Memory:
     ) -> MemoryRecord:
         """Gates, dedupe, insert, then promotion: the one write path for durable memory."""
         self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
-        prepared = self._prepare(rec, principal, source_classification, reason, trace, {})
+        prepared = self._writer.prepare(
+            [Proposal(rec, source_classification, trace)], principal, reason, stacklevel=4
+        )
         with self.store.transaction():
-            return self._commit(prepared)
-
-    def _prepare(
-        self,
-        rec: MemoryRecord,
-        principal: Principal,
-        source_classification: Classification | str | None,
-        reason: str,
-        trace: dict[str, Any] | None,
-        vectors: dict[str, Vector],
-    ) -> _Prepared:
-        """Everything before the transaction: gates (with redaction), fingerprint, vectors
-        (`vectors` caches embeddings by text, so a batch can embed once)."""
-        src_cls = None
-        if source_classification is not None:
-            src_cls = validate_input(
-                "", lambda: Scope(tenant="t", classification=source_classification)  # type: ignore[arg-type]
-            ).classification
-
-        def vector(text: str) -> Vector:
-            if text not in vectors:
-                vectors[text] = self.embedder.embed_one(text)
-            return vectors[text]
-
-        found: dict[str, list[tuple[MemoryRecord, float]]] = {}
-
-        def near(r: MemoryRecord) -> list[tuple[MemoryRecord, float]]:
-            if r.content not in found:  # searched once, by the gate and the merge alike
-                found[r.content] = self._near_duplicates(r, vector(r.content))
-            return found[r.content]
-
-        ctx = GateContext(self.write_policy(rec.scope.namespace), src_cls, near)
-        report = run_gates(rec, ctx, self.gates)
-        for result in report.results:
-            if result.verdict is GateVerdict.REDACTED:
-                # shown to the writer: the stored text keeps a marker per span, never the value
-                warnings.warn("; ".join(result.reasons), RedactionWarning, stacklevel=4)
-        rec = report.record.model_copy(
-            update={"fingerprint": content_fingerprint(
-                rec.scope.tenant, rec.scope.namespace, rec.kind, report.record.content)}
-        )
-        src_text = rec.source.state.describe() if rec.source.state else ""
-        content_vec = vector(rec.content)
-        state_vec = vector(src_text) if src_text else content_vec
-        near_twins = near(rec) if not report.held and not report.rejected else []
-        return _Prepared(
-            rec, report, {"content": content_vec, "state": state_vec}, near_twins,
-            principal, reason, {"gates": report.to_data()} | (trace or {}),
-            stored_form(rec),
-        )
-
-    def _commit(self, p: _Prepared) -> MemoryRecord:
-        """Inside a transaction: reinforce a twin, or insert and promote/hold/reject.
-
-        Lookups see only what every reader of the new memory may read
-        (`Eligibility.readers_of`): a twin held in a narrower scope is neither revealed nor
-        touched; the proposal is stored as a memory of its own."""
-        rec, report, writer = p.record, p.report, p.writer
-        own = Eligibility(writer, states=ALL_STATES)
-        twin = None
-        if not report.held and not report.rejected:
-            # a restatement strengthens the existing memory instead of adding a copy; a held
-            # proposal (e.g. the return of a retired lesson) is kept for review; only within
-            # the same scope: folding a consent-bound or role-restricted proposal into a
-            # broader twin would escape a later revocation
-            live = Eligibility.readers_of(
-                rec.scope, (LifecycleState.ACTIVE, LifecycleState.PROPOSED)
-            )
-            twin = next(
-                (t for t in (self.store.by_fingerprint(rec.fingerprint, live),
-                             *(t for t, _ in p.near))
-                 if t is not None and t.scope == rec.scope
-                 and t.state in (LifecycleState.ACTIVE, LifecycleState.PROPOSED)),
-                None,
-            )
-        elif report.held:
-            same = self.store.by_fingerprint(
-                rec.fingerprint, Eligibility.readers_of(rec.scope, (LifecycleState.PROPOSED,))
-            )
-            if same is not None and same.scope == rec.scope:
-                twin = same  # the same text already waits for review
-        if twin is not None:
-            self.store.append_event(
-                twin.id, own, EventType.REINFORCED, writer.name, "duplicate proposed again",
-                {"evidence": list(rec.source.evidence), "episode_id": rec.source.episode_id},
-            )
-            return self.store.get(twin.id, own)
-        self.store.insert(
-            rec, writer, p.vectors, p.reason, p.data, (ANALYSIS_VERSION, p.analysis)
-        )
-        if report.rejected:
-            self.store.append_event(
-                rec.id, own, EventType.REJECTED, "gates", "; ".join(report.reasons())
-            )
-        elif not report.held:  # a held proposal stays PROPOSED; its event carries the reasons
-            decision = self.promotion.decide(rec)
-            if decision.promote:
-                self.store.append_event(
-                    rec.id, own, EventType.PROMOTED, writer.name, decision.reason
-                )
-                self._supersede_same_key(rec, writer)
-        return self.store.get(rec.id, own)
+            return self._writer.commit(prepared)[0]
 
     def add_many(
         self,
@@ -516,55 +400,43 @@ class Memory:
         """
         args.principal(principal)
         args.integer(batch_size, "batch_size", 1, 10_000)
-        records: builtins.list[tuple[MemoryRecord, Any]] = []
-        for n, item in enumerate(args.items(items, "items", MAX_BATCH_ITEMS)):
-            if not isinstance(item, Mapping):
-                raise InvalidInput(f"items[{n}]", "must be a mapping of add() arguments")
-            kw = dict(item)
-            unknown = set(kw) - _ADD_FIELDS
-            if unknown:
-                raise InvalidInput(f"items[{n}]", f"unknown fields: {', '.join(sorted(unknown))}")
-            if "content" not in kw:
-                raise InvalidInput(f"items[{n}].content", "is required")
-            source_cls = kw.pop("source_classification", None)
-            try:
-                rec = self._build(principal=principal, **_build_args(kw))
-                _source_level(source_cls)
-            except InvalidInput as exc:
-                raise InvalidInput(f"items[{n}].{exc.field}", exc.message) from None
-            records.append((rec, source_cls))
+        proposals = [
+            proposal(self, item, principal, f"items[{n}]")
+            for n, item in enumerate(args.items(items, "items", MAX_BATCH_ITEMS))
+        ]  # every item validated before anything is written
         self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
-        texts = list(dict.fromkeys(
-            t for rec, _ in records
-            for t in (rec.content, rec.source.state.describe() if rec.source.state else "") if t
-        ))
-        vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
         out: builtins.list[MemoryRecord] = []
-        for start in range(0, len(records), batch_size):
-            chunk = [
-                self._prepare(rec, principal, cls, "proposed via add_many", None, vectors)
-                for rec, cls in records[start : start + batch_size]
-            ]
+        for start in range(0, len(proposals), batch_size):
+            chunk = self._writer.prepare(
+                proposals[start : start + batch_size], principal, "proposed via add_many"
+            )
             with self.store.transaction():
-                out.extend(self._commit(p) for p in chunk)
+                out.extend(self._writer.commit(chunk))
         return out
 
-    def _near_duplicates(
-        self, rec: MemoryRecord, vec: Vector
-    ) -> list[tuple[MemoryRecord, float]]:
-        """Same-namespace memories whose lesson says the same thing, among those every reader
-        of `rec` may read (a gate's reason names what it found)."""
-        elig = Eligibility.readers_of(
-            rec.scope, (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE, LifecycleState.ARCHIVED)
-        )
-        hits = self.store.dense("content", vec, 5, elig)
-        records = self.store.by_rids([rid for rid, _ in hits], elig)
-        out = []
-        for rid, sim in hits:
-            other = records.get(rid)
-            if other is not None and near_duplicate(rec, other, sim):
-                out.append((other, sim))
-        return out
+    def import_records(
+        self,
+        lines: Iterable[str],
+        *,
+        principal: Principal,
+        batch_size: int = 1000,
+        start_line: int = 1,
+        progress: Callable[[ImportReport], None] | None = None,
+    ) -> ImportReport:
+        """Import memories from JSON lines (an open file, or any iterable of lines): one
+        object of `add` fields per line, plus `recorded_at` for an admin (others:
+        `PermissionDenied` naming it). Every gate runs; each `batch_size` lines are one
+        durable transaction; `progress` is called after each. See `situated.write.importer`.
+
+        Raises:
+            ImportStopped: a bad line (its number and field named); the batches before it
+                stay committed, nothing of its own batch is written; `next_line` resumes.
+        """
+        args.principal(principal)
+        args.integer(batch_size, "batch_size", 1, 10_000)
+        args.integer(start_line, "start_line", 1, 1 << 62)
+        return import_lines(self, lines, principal, batch_size=batch_size,
+                            start_line=start_line, progress=progress)
 
     def _build(
         self, content: str, principal: Principal, kind: Kind | str, namespace: str,
@@ -663,55 +535,6 @@ class Memory:
                           UnservableWarning, stacklevel=3)
         return rec
 
-    def _supersede_same_key(self, rec: MemoryRecord, writer: Principal) -> None:
-        """A single-valued fact closes the validity of older facts with its (entity, attribute).
-
-        Multi-valued attributes never supersede; a new single-valued fact that reads like an
-        additional value ("also", "another", "as well") still supersedes, with a warning.
-        """
-        if rec.entity is None or rec.attribute is None or rec.multi_valued:
-            return
-        for old in self.store.same_key(
-            rec.entity, rec.attribute, Eligibility.readers_of(
-                rec.scope, (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE)
-            ),
-        ):
-            if old.id == rec.id or old.multi_valued:
-                continue
-            if (old.scope.roles, old.scope.classification) != (
-                rec.scope.roles, rec.scope.classification
-            ):
-                continue  # supersession only within the same scope: never for other readers
-            if old.validity.valid_from > rec.validity.valid_from:
-                # the incoming value is older in world time: it held until the stored one began
-                self._supersede(rec, old, writer, "a newer value was already recorded")
-                return
-            if _ADDITIONAL.search(rec.content):
-                warnings.warn(
-                    f"{rec.id} reads like an additional value of ({rec.entity}, "
-                    f"{rec.attribute}) but supersedes {old.id}; pass multi_valued=True to keep "
-                    "both",
-                    SupersessionWarning,
-                    stacklevel=4,
-                )
-            self._supersede(old, rec, writer, f"newer value for ({rec.entity}, {rec.attribute})")
-
-    def _supersede(
-        self,
-        old: MemoryRecord,
-        new: MemoryRecord,
-        actor: Principal,
-        reason: str,
-        at: float | None = None,
-    ) -> None:
-        """Close `old`'s validity when `new` begins (or at `at`), link both, log the event;
-        both within `actor`'s scope."""
-        end = max(new.validity.valid_from if at is None else at, old.validity.valid_from + 1e-6)
-        end = min(end, old.validity.valid_until)
-        self.store.supersede(
-            old.id, new.id, end, Eligibility(actor, states=ALL_STATES), actor.name, reason
-        )
-
     def promote(
         self, memory_id: str, *, reviewer: Principal, reason: str = "approved"
     ) -> MemoryRecord:
@@ -737,7 +560,7 @@ class Memory:
                 raise UsageError(f"{memory_id} is {rec.state.value}, not PROPOSED")
             self.store.append_event(memory_id, own, event, reviewer.name, reason)
             if event is EventType.PROMOTED:
-                self._supersede_same_key(rec, reviewer)
+                self._writer.supersede_same_key(rec, reviewer)
             return self.store.get(memory_id, own)
 
     def pending(
@@ -768,7 +591,8 @@ class Memory:
         trajectory: Trajectory | Mapping[str, Any] | str,
         *,
         principal: Principal,
-        distiller: Distiller | None = None,
+        distiller: Distiller | str | None = None,
+        distiller_options: Mapping[str, Any] | None = None,
         classification: Classification | str | None = None,
         source_classification: Classification | str | None = None,
         consent: str | None = None,
@@ -780,44 +604,77 @@ class Memory:
             trajectory: a `Trajectory`, its dict, or its JSON text: one object with
                 `episode_id`, `task`, `steps` (each with `observation`, `facts`, `action`,
                 `result`) and `outcome` (`success`, `reward`); see `situated.write.distill`.
+            principal: who proposes (tenant and actor).
+            distiller: a `Distiller` or a registered name (`rules`, `llm`); default: the
+                `distiller` setting, else `rules`. A model's failure falls back to `rules`
+                (counted in `health`); a model's lessons are never above `inferred`.
+            distiller_options: keyword arguments for a distiller given by name, over the
+                `distiller_*` settings (e.g. `{"base_url": ..., "model": ...}`).
 
         Raises:
             InvalidInput: the trajectory is not JSON, not an object, or a field is missing or
                 wrong (named, e.g. `trajectory.steps.0.facts`); nothing is written.
-            principal: who proposes (tenant and actor).
-            distiller: `RulesDistiller()` by default; an LLM distiller writes the same drafts.
 
         Returns:
             The stored records (promoted, held, or existing ones reinforced).
         """
         args.principal(principal)
-        if distiller is not None:
-            args.has_methods(distiller, "distiller", "distill")
-        _source_level(source_classification)
+        chosen = self.writers.distiller(distiller, distiller_options)
+        source_level(source_classification)
         if isinstance(trajectory, str):
             traj = _trajectory_from_json(trajectory)
         elif isinstance(trajectory, Trajectory):
             traj = trajectory
         else:
             traj = validate_input("trajectory", lambda: Trajectory.model_validate(trajectory))
-        drafts = (distiller or RulesDistiller()).distill(traj)
+        auth = parse_authority(authority)
+        drafts = run_distiller(self.store, chosen, traj)
         records = [
             self._build(
                 d.content, principal, Kind.LESSON, traj.namespace, d.state, d.action,
                 d.success, traj.outcome.reward, traj.episode_id, d.step, d.evidence,
                 d.conditions, None, None, None, False, (), classification, consent,
-                authority, None, None, None,
+                min(auth, Authority.INFERRED) if d.model_written else auth, None, None, None,
             )
             for d in drafts
         ]  # all validated before anything is written
-        name = getattr(distiller or RulesDistiller(), "name", "custom")
+        name = getattr(chosen, "name", "custom")
         return [
             self._propose(
                 rec, principal, source_classification, f"distilled by {name}",
-                {"episode_id": traj.episode_id, "failure_lesson": d.failure_lesson},
+                {"episode_id": traj.episode_id, "failure_lesson": d.failure_lesson}
+                | ({"provenance": dict(d.provenance)} if d.provenance else {}),
             )
             for rec, d in zip(records, drafts, strict=True)
         ]
+
+    def add_conversation(
+        self,
+        messages: Any,
+        *,
+        principal: Principal,
+        session: str | None = None,
+        namespace: str | None = None,
+        extractor: Any = None,
+        extractor_options: Mapping[str, Any] | None = None,
+        classification: Classification | str | None = None,
+        consent: str | None = None,
+    ) -> ConversationResult:
+        """Store chat turns as notes (speaker and session as provenance) and propose the
+        facts and preferences an extractor finds in them; see `situated.write.conversation`.
+
+        Args:
+            messages: a list of turns (`speaker` or `role`, `content`), a conversation object
+                (`session`, `namespace`, `messages`), or its JSON text.
+            session: the session id (default: the document's, else a new one).
+            extractor: an `Extractor` or a registered name (`none`, `llm`); default: the
+                `extractor` setting, else `none`. A model's failure stores the notes alone
+                (counted in `health`); extracted items are proposals at authority `inferred`.
+        """
+        return ingest_conversation(
+            self, messages, principal, session, namespace,
+            self.writers.extractor(extractor, extractor_options), classification, consent,
+        )
 
     def revoke_consent(self, consent: str, *, principal: Principal, reason: str) -> int:
         """Withdraw a consent: every memory under it that the principal may read becomes
@@ -851,7 +708,7 @@ class Memory:
             memory_id, elig, principal.name, reason,
             lambda payload: _scrub_recall(payload, memory_id, rec),
         )
-        clear_text_caches()  # parsed, screened and counted texts held by this process
+        forget_texts()  # parsed, screened and counted texts held by this process
         self._erasures = self.store.erasures()
 
     # -- recall -----------------------------------------------------------------------------
@@ -916,7 +773,7 @@ class Memory:
         if seen == self._erasures:
             return False
         self._erasures = seen
-        clear_text_caches()
+        forget_texts()
         return True
 
     # -- feedback ---------------------------------------------------------------------------
@@ -1008,11 +865,20 @@ class Memory:
             for mid in blamed:
                 old = self.store.get(mid, own)
                 newer = self._newer_same_key(old)
-                if newer is not None:
-                    self._supersede(old, newer, principal,
+                if newer is not None and self.schema.supersedes(old):
+                    self._writer.supersede(old, newer, principal,
                                     "failed while a newer value exists (outcome-triggered)",
                                     at=utcnow())
                     transitions.append((mid, LifecycleState.INVALIDATED.value))
+                elif newer is not None:  # evidence for the attribute schema, may supersede
+                    self.schema.failure_after_newer(old, newer, principal)
+                    if self.store.get(mid, own).state is LifecycleState.INVALIDATED:
+                        transitions.append((mid, LifecycleState.INVALIDATED.value))
+            for mid in credited:  # an older value still right after a newer one: counter
+                old = self.store.get(mid, own)
+                newer = self._newer_same_key(old)
+                if newer is not None and not self.schema.supersedes(old):
+                    self.schema.credit_after_newer(old, newer, principal)
         return FeedbackResult(recall_id, credited, blamed, exposed, tuple(transitions))
 
     def infer_feedback(
@@ -1164,6 +1030,53 @@ class Memory:
         args.integer(offset, "offset", 0, args.MAX_OFFSET)
         return self.store.ledger(Eligibility.for_inspection(principal), limit, offset)
 
+    def recalls(
+        self, *, principal: Principal, limit: int = 50, offset: int = 0
+    ) -> builtins.list[RecallView]:
+        """Recent recalls the principal may see (its own and those of principals it
+        dominates), newest first, each cut to the memories it may read."""
+        args.principal(principal)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
+        args.integer(offset, "offset", 0, args.MAX_OFFSET)
+        return recall_reads.recent(self.store, principal, limit, offset)
+
+    def recall_record(self, recall_id: str, *, principal: Principal) -> RecallView:
+        """One recall's record (inputs, every candidate's reconstruction and stage trace,
+        the briefing), if the principal may see it; NotFound otherwise."""
+        args.identifier(recall_id, "recall_id")
+        args.principal(principal)
+        return recall_reads.one(self.store, recall_id, principal)
+
+    def utilities(
+        self, *, principal: Principal, limit: int = 10_000
+    ) -> builtins.list[float]:
+        """The measured utility of each memory the principal may read (as `list` lists
+        them, oldest first, up to `limit`): the numbers without the records."""
+        args.principal(principal)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
+        return self.store.utilities(Eligibility.for_inspection(principal), limit)
+
+    def recall_outcomes(
+        self, *, principal: Principal, limit: int = 500
+    ) -> builtins.list[tuple[float, builtins.list[str]]]:
+        """(time, served verdicts and rejection reasons) of the recalls the principal may
+        see, newest first: a recall's briefing without its record (charts)."""
+        args.principal(principal)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
+        return recall_reads.outcomes(self.store, principal, limit)
+
+    def recalls_of(
+        self, memory_id: str, *, principal: Principal, limit: int = 50
+    ) -> builtins.list[RecallView]:
+        """Recalls the principal may see in which this memory (one it may read) was a
+        candidate, newest first: served, or rejected with its reason."""
+        args.identifier(memory_id, "memory_id")
+        args.principal(principal)
+        args.integer(limit, "limit", 1, args.MAX_LIMIT)
+        return recall_reads.touching(
+            self.store, memory_id, Eligibility.for_inspection(principal), limit
+        )
+
     def stats(self, *, principal: Principal) -> Stats:
         """Counts of what this principal may see."""
         args.principal(principal)
@@ -1188,7 +1101,34 @@ class Memory:
             # principal that may see all of them
             and fb >= self.store.count_labelled_recalls(t, SYSTEM)
             else None,
+            attribute_schema=[asdict(e) for e in self.schema.entries(principal)],
         )
+
+    def export_training(
+        self, *, principal: Principal, format: str = "sft", namespace: str | None = None,
+        inferred: bool = False,
+    ) -> Iterator[dict[str, Any]]:
+        """Training examples for the reconstructor from this principal's recalls and their
+        feedback, in TRL's JSONL formats (`sft` or `preference`); see
+        `situated.learning.training`. Arguments are checked at the call."""
+        args.principal(principal)
+        fmt = args.text(format, "format", 20)
+        if fmt not in FORMATS:
+            raise InvalidInput("format", f"must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        _check_namespace(namespace)
+        args.flag(inferred, "inferred")
+        return training_examples(self.store, principal, fmt, namespace, inferred)  # type: ignore[arg-type]
+
+    def attribute_schema(
+        self, *, principal: Principal, memory_id: str | None = None
+    ) -> builtins.list[SchemaEntry]:
+        """What the store learned about attributes (`situated.learning.schema`): every entry
+        of the scopes the principal may read, or the entry of one memory's attribute."""
+        args.principal(principal)
+        if memory_id is None:
+            return self.schema.entries(principal)
+        entry = self.schema.entry_for(self.inspect(memory_id, principal=principal))
+        return [] if entry is None else [entry]
 
     def health(self) -> Health:
         """Integrity of the file, vectors present for every record, ledger replay, failures."""
@@ -1238,6 +1178,8 @@ def _scrub_recall(data: dict[str, Any], memory_id: str, rec: MemoryRecord) -> di
             if entry.get("memory_id") == memory_id:
                 texts |= {entry.get("text") or "", entry.get("source_state") or ""}
         briefing[key] = [e for e in entries if e.get("memory_id") != memory_id]
+    if "trace" in data:
+        data["trace"] = [t for t in data["trace"] if t.get("memory_id") != memory_id]
     scrubbed: dict[str, Any] = _scrub(data, {t for t in texts if t and len(t) > 3})
     return scrubbed
 
@@ -1263,6 +1205,7 @@ def _check_namespace(namespace: Any) -> None:
 
 
 MAX_RESIDENT_MB = 1_000_000
+MAX_ANN_ROWS = 2**40
 MAX_BATCH_ITEMS = 1_000_000
 MAX_CITED_CHARS = 100_000
 
@@ -1270,11 +1213,6 @@ MAX_CITED_CHARS = 100_000
 def _reason(value: Any) -> str:
     """A reason recorded in the ledger: non-blank text."""
     return args.text(value, "reason", args.MAX_REASON_CHARS, required=True)
-
-
-def _source_level(value: Any) -> Classification | None:
-    """`source_classification`: None or a classification."""
-    return None if value is None else args.choice(Classification, value, "source_classification")
 
 
 TRAJECTORY_SHAPE = (

@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from situated.endpoint import Endpoint, endpoint_url
+from situated.endpoint import DEFAULT_MAX_RETRIES, Endpoint, endpoint_url
 from situated.errors import InvalidInput, ModelError, UsageError
 from situated.eval.scenarios import Scenario
 from situated.models import State
@@ -206,26 +207,38 @@ def render_task(task: Task) -> str:
 class LLMAgent:
     """An agent behind any OpenAI-compatible chat endpoint (llama.cpp, Ollama, vLLM, hosted).
 
+    The answer is constrained to the task's options (`response_format` of type `json_schema`
+    with an `enum`), so a small local model cannot name an option that does not exist. A
+    failed request or an answer that names no option is a failed attempt, counted in
+    `failures` and reported with the run, never a crash of the whole scorecard.
+
     Args:
         base_url: the server's address, with or without `/v1`.
         model: the model name.
         api_key: sent as a bearer token when given.
         timeout: seconds per request.
+        max_retries: attempts after the first on connection errors, timeouts, 429 and 5xx.
     """
 
     base_url: str
     model: str
     api_key: str | None = None
     timeout: float = 30.0
+    max_retries: int = DEFAULT_MAX_RETRIES
     name: str = "llm"
     url: str = field(default="", init=False)
+    requests: int = field(default=0, init=False)
+    failures: int = field(default=0, init=False)
+    prompt_tokens: int = field(default=0, init=False)
+    completion_tokens: int = field(default=0, init=False)
+    seconds: float = field(default=0.0, init=False)
     _endpoint: Endpoint | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.url = endpoint_url(self.base_url, "chat/completions")
         if not self.model.strip():
             raise InvalidInput("model", "must not be empty")
-        self._endpoint = Endpoint(self.url, self.api_key, self.timeout)
+        self._endpoint = Endpoint(self.url, self.api_key, self.timeout, self.max_retries)
 
     def close(self) -> None:
         if self._endpoint is not None:
@@ -239,7 +252,7 @@ class LLMAgent:
                 {"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": render_task(task)},
             ],
-            "response_format": {"type": "json_object"},
+            "response_format": choice_format("action", task.options),
         }
 
     def choose(self, task: Task) -> str:
@@ -247,14 +260,56 @@ class LLMAgent:
         if not task.options:
             raise UsageError(f"scenario {task.scenario_id} has no options for an LLM agent")
         assert self._endpoint is not None
-        payload = self._endpoint.post(self.request_body(task))
+        self.requests += 1
+        started = time.perf_counter()
+        try:
+            payload = self._endpoint.post(self.request_body(task))
+        finally:
+            self.seconds += time.perf_counter() - started
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            self.prompt_tokens += _count(usage.get("prompt_tokens"))
+            self.completion_tokens += _count(usage.get("completion_tokens"))
         return _parse_choice(message_content(payload, self.url), task.options)
 
     def attempt(self, scenario: Scenario, guidance: Guidance, u: float) -> Attempt:
         if scenario.answer is None:
             raise UsageError(f"scenario {scenario.id} has no answer for an LLM agent")
-        choice = self.choose(task_for(scenario, guidance))
+        try:
+            choice = self.choose(task_for(scenario, guidance))
+        except ModelError:
+            self.failures += 1
+            return Attempt(success=False)
         return Attempt(success=_same_option(choice, scenario.answer), choice=choice)
+
+    def describe(self) -> dict[str, float | str]:
+        """The model and what the run cost it: requests, failures, tokens, seconds."""
+        return {
+            "name": self.name, "model": self.model, "endpoint": self.url,
+            "requests": self.requests, "failures": self.failures,
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "seconds": round(self.seconds, 1),
+        }
+
+
+def choice_format(key: str, options: Sequence[str]) -> dict[str, Any]:
+    """A strict `json_schema` response format: one object whose `key` is one of `options`."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "choice", "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {key: {"type": "string", "enum": list(dict.fromkeys(options))}},
+                "required": [key],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _norm(text: str) -> str:

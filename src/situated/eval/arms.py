@@ -16,6 +16,8 @@ and the same embedder's vectors, and are implemented honestly inside the harness
   value-aware retrieval does); no applicability stage.
 - `compiled` (situated, `rules` reconstructor): `Memory.recall` with the scenario's
   principal, namespace, intent and policy; its rendered briefing is the context.
+- `mem0_replay` (optional, the `peers` extra): mem0 itself as the raw-replay arm, on the same
+  embedder's vectors (`situated.eval.mem0_arm`).
 - `unscoped_replay`: raw replay with no tenant filter at all. Not part of the default
   scorecard: it exists to show that the cross-scope leak metric can see a leak.
 
@@ -31,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -73,6 +75,8 @@ class World:
     held: list[str] = field(default_factory=list)
     merged: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Memory] = field(default_factory=dict)
+    peers: dict[str, tuple[Any, Callable[[Any], None]]] = field(default_factory=dict)
+    """Other systems' stores built from this scenario (the mem0 arm's), with their close."""
 
     def stable_id(self, memory_id: str) -> str:
         """A run-independent id of the same form (`mem_` + 16 hex) for a stored memory."""
@@ -90,7 +94,15 @@ class World:
             )
         return self.extra[reconstructor]
 
+    def peer(self, name: str, build: Callable[[], Any], close: Callable[[Any], None]) -> Any:
+        """Another system's store for this scenario, built on first use, closed with it."""
+        if name not in self.peers:
+            self.peers[name] = (build(), close)
+        return self.peers[name][0]
+
     def close(self) -> None:
+        for store, close in self.peers.values():
+            close(store)
         for m in self.extra.values():
             m.close()
         self.memory.close()
@@ -309,6 +321,12 @@ def make_arms(names: Sequence[str], k: int, budget_tokens: int) -> list[Arm]:
             out.append(unscoped_replay(k))
         elif name == "compiled":
             out.append(Compiled(k=k, budget_tokens=budget_tokens))
+        elif name == "mem0_replay":
+            from situated.eval.mem0_arm import Mem0Replay, available
+
+            if (reason := available()) is not None:
+                raise InvalidInput("arms", reason)
+            out.append(Mem0Replay(k=k))
         elif name.startswith("compiled:"):
             recon = name.split(":", 1)[1]
             out.append(Compiled(k=k, budget_tokens=budget_tokens, reconstructor=recon, name=name))

@@ -14,7 +14,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from situated.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
 from situated.errors import InvalidInput
-from situated.eval.agents import Agent, Guidance, SimulatedAgent, common_random_number
+from situated.eval.agents import (
+    Agent,
+    Guidance,
+    LLMAgent,
+    SimulatedAgent,
+    common_random_number,
+)
 from situated.eval.arms import (
     ARM_NAMES,
     Arm,
@@ -271,7 +277,8 @@ def run_eval(
         "scenarios_per_seed": {str(s): len(v) for s, v in per_seed.items()},
         "tasks": len(rows) // max(1, len(arm_objs)),
         "embedder": emb.model_ref,
-        "agent": the_agent.describe() if isinstance(the_agent, SimulatedAgent | TextAgent)
+        "agent": the_agent.describe()
+        if isinstance(the_agent, SimulatedAgent | TextAgent | LLMAgent)
         else {"name": the_agent.name},
         "arms": [a.name for a in arm_objs],
         "k": k,

@@ -4,7 +4,8 @@ Every route needs `Authorization: Bearer <key>`; the key alone names the princip
 field can name a tenant, roles or clearance: request bodies forbid unknown fields). Routes are
 plain functions, run in FastAPI's thread pool, each one `Service` call. The MCP server is
 mounted at `/mcp` (streamable HTTP) behind the same keys. OpenAPI at `/openapi.json`, the docs
-page at `/docs`.
+page at `/docs`. The dashboard for people (`situated.dashboard`) is served at `/`: a browser
+session from a key, CSRF on every form.
 """
 
 
@@ -26,6 +27,8 @@ from situated.service.models import (
     AddManyRequest,
     AddRequest,
     BriefingDoc,
+    ConversationDoc,
+    ConversationRequest,
     ErasedDoc,
     EraseRequest,
     EventDoc,
@@ -60,11 +63,12 @@ Session = Annotated[
 
 def create_app(
     service: Service, *, mcp: bool = True, max_body: int = MAX_BODY_BYTES,
-    host: str = "127.0.0.1", mcp_stateless: bool = False,
+    host: str = "127.0.0.1", mcp_stateless: bool = False, dashboard: bool = True,
 ) -> FastAPI:
     """The ASGI app over `service` (`mcp`: mount the MCP server at `/mcp`; `host`: the
     address served, for the MCP transport's DNS-rebinding protection; `mcp_stateless`: MCP
-    without sessions, as several worker processes need)."""
+    without sessions, as several worker processes need; `dashboard`: the pages for people
+    at `/`, `situated.dashboard`)."""
     mcp_server = None
     if mcp:
         from situated.mcp_server import build_server, http_handler, http_principal
@@ -115,6 +119,11 @@ def create_app(
         response_model=list[GatedDoc])
     def learn(who: Who, req: LearnRequest) -> Response:
         return _send(service.learn(who, req))
+
+    @app.post("/v1/conversations", tags=["write"], response_model=ConversationDoc,
+        summary="Store chat turns as notes; extract facts and preferences")
+    def add_conversation(who: Who, req: ConversationRequest) -> Response:
+        return _send(service.add_conversation(who, req))
 
     @app.post("/v1/recall", tags=["recall"], summary="Compile guidance for the present state",
         response_model=BriefingDoc)
@@ -217,6 +226,10 @@ def create_app(
     def maintain(who: Who) -> Response:
         return _send(service.maintain(who))
 
+    if dashboard:
+        from situated.dashboard import mount
+
+        mount(app, service)
     if mcp_server is not None:
         from starlette.routing import Route
 

@@ -25,6 +25,8 @@ from situated.service import Service
 from situated.service.models import (
     AddRequest,
     BriefingDoc,
+    ConversationDoc,
+    ConversationRequest,
     FeedbackDoc,
     FeedbackRequest,
     GatedDoc,
@@ -169,6 +171,22 @@ def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
         req = _validated(lambda: FeedbackRequest(recall_id=recall_id, success=success,
                                                  used=used or [], cited=cited))
         return await call(ctx, service.feedback, req)
+
+    @server.tool(annotations=ToolAnnotations(open_world_hint=False))
+    async def add_conversation(
+        ctx: Context,
+        messages: Annotated[list[dict[str, Any]], Field(description="The turns, in order: "
+                            "[{\"speaker\": \"alice\", \"content\": \"...\"}] (or "
+                            "\"role\" for the speaker)")],
+        session: Annotated[str | None, Field(description="The conversation's id")] = None,
+        namespace: Annotated[str | None, Field(description="Task family")] = None,
+    ) -> ConversationDoc:
+        """Store a conversation: each turn a note with its speaker and session; with the
+        server's extractor configured, also the facts and preferences the turns state (a
+        newer value of a single-valued attribute supersedes the older one)."""
+        req = _validated(lambda: ConversationRequest(messages=messages, session=session,
+                                                     namespace=namespace))
+        return await call(ctx, service.add_conversation, req)
 
     @server.tool(annotations=read_only)
     async def inspect(

@@ -25,14 +25,15 @@ from situated.embed.hashing import feature_bucket
 from situated.errors import ConditionSyntaxError
 from situated.models import FactValue, MemoryRecord, normalise_text
 from situated.recall import reading
-from situated.recall.briefing import Claim, unsafe_text
+from situated.recall.briefing import Claim, compute_unsafe, forget_known_unsafe, unsafe_text
 from situated.recall.compile import render_line, token_counter
 from situated.recall.reconstruct import prechecks
 from situated.recall.reconstruct.base import digest_of, state_fingerprint
 from situated.safety import injection_findings, tool_mentions
 from situated.screen import surfaces
+from situated.screen.classifier import clear_screen_cache, load_model
 
-VERSION = 6
+VERSION = 7
 """Bump when `analyze` would read a text differently, and on any change to `Analysis`'s fields
 (order, type, addition: the stored form is positional). Stored analyses of another version are
 ignored, and recomputed when a store is opened."""
@@ -66,6 +67,9 @@ class Analysis(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True)
     line_tokens: tuple[str, int] | None = None
     """(token counter `ref`, tokens) of the lesson as a guidance line (`compile.render_line`):
     compile counts only guidance that was adapted or rewritten, or under another tokenizer."""
+    unsafe: tuple[str, bool] | None = None
+    """(injection classifier version, `briefing.unsafe_text(content)`): what `render` asks of a
+    lesson served as written, so a recall does not classify it again."""
 
     def claims(self) -> tuple[Claim, ...]:
         """Each sentence of the lesson as a transferable claim."""
@@ -141,6 +145,7 @@ def analyze(record: MemoryRecord) -> Analysis:
         mentions=tuple(k for k in facts if reading.mentions(content, k)),
         numbers=reading.numbers_in(content),
         line_tokens=(counter.ref, counter.count(render_line(content, record.id))),
+        unsafe=(load_model().version, compute_unsafe(content)),
     )
 
 
@@ -179,8 +184,9 @@ def clear_text_caches() -> None:
     ):
         cached.cache_clear()
     clear_parse_cache()
-    prechecks._CACHE.clear()
-    prechecks._NUMBERS.clear()  # present facts (numbers are never reused, so this is safe)
+    clear_screen_cache()
+    forget_known_unsafe()
+    prechecks.clear_caches()
 
 
 __all__ = ["VERSION", "Analysis", "analyze", "clear_text_caches", "decode", "stored_form"]

@@ -142,12 +142,39 @@ DATA_HEADER = (
 """The fixed first line of every text and markdown rendering (and the json's `header`)."""
 
 
+_KNOWN: dict[str, bool] = {}
+"""Verdicts a recall already holds for the texts it serves (a memory's stored analysis), for
+`unsafe_text` to take instead of classifying again; each is used once."""
+MAX_KNOWN = 4096
+
+
+def known_unsafe(text: str, unsafe: bool) -> None:
+    """Hand `unsafe_text` the verdict stored for `text` when it was written (the same
+    function's result, under the same classifier version)."""
+    if len(_KNOWN) >= MAX_KNOWN:
+        _KNOWN.clear()
+    _KNOWN[text] = unsafe
+
+
+def forget_known_unsafe() -> None:
+    _KNOWN.clear()
+
+
 @lru_cache(maxsize=4096)
 def unsafe_text(text: str) -> bool:
     """True when `text` claims authority or instructs the agent: the safety patterns
     (`situated.safety.injection_findings`, over the normalised text and its decoded
     views) or the injection classifier (`situated.screen`). Cached (the same memories are
-    served again and again); `recall.analysis.clear_text_caches` empties it on erasure."""
+    served again and again), and taken from the memory's analysis where a recall handed it
+    (`known_unsafe`); `recall.analysis.clear_text_caches` empties both on erasure."""
+    known = _KNOWN.pop(text, None)
+    if known is not None:
+        return known
+    return compute_unsafe(text)
+
+
+def compute_unsafe(text: str) -> bool:
+    """`unsafe_text` without its caches (what a memory's analysis stores at write)."""
     from situated.screen import screen
     from situated.screen.surfaces import view_findings
 

@@ -6,8 +6,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -27,7 +32,9 @@ from situated.recall.briefing import (
     StageTrace,
     Verdict,
     briefing_dict,
+    known_unsafe,
     scores_dict,
+    trace_dict,
 )
 from situated.recall.compile import knapsack, render_line, token_counter
 from situated.recall.dedupe import collapse
@@ -37,6 +44,7 @@ from situated.recall.reconstruct.rules import RulesReconstructor
 from situated.recall.retrieve import Candidate, retrieve
 from situated.recall.score import score
 from situated.recall.validate import validate
+from situated.screen.classifier import load_model
 from situated.store.contract import StoreContract as Store
 from situated.store.scope import Eligibility
 from situated.store.values import StoredRecall
@@ -63,62 +71,96 @@ class RecallRequest:
     policy: Policy
 
 
-def run_recall(
-    store: Store,
-    embedder: Embedder,
-    reconstructor: Reconstructor,
-    req: RecallRequest,
-) -> Briefing:
-    """Run all eight stages and persist the recall record; returns the Briefing."""
-    now = utcnow()
-    as_of = req.as_of if req.as_of is not None else now
-    trace: list[StageTrace] = []
-    rejected: list[Rejected] = []
+@dataclass
+class Recall:
+    """One recall as it flows through the stages: each stage reads what the earlier ones left
+    and adds its own part (nothing flows back)."""
 
-    # 1 eligible
-    elig = Eligibility.for_recall(req.principal, req.namespace, as_of, req.known_at)
+    store: Store
+    embedder: Embedder
+    reconstructor: Reconstructor
+    req: RecallRequest
+    now: float
+    as_of: float
+    fetch: int
+    """Candidates stage 2 retrieves."""
+    trace: list[StageTrace] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    elig: Eligibility | None = None
+    svec: Vector | None = None
+    """The present state's vector (then/now similarity)."""
+    candidates: list[Candidate] = field(default_factory=list)
+    kept: list[Candidate] = field(default_factory=list)
+    recons: dict[str, Reconstruction] = field(default_factory=dict)
+    analyses: dict[str, Analysis | None] = field(default_factory=dict)
+    scores: dict[str, Scores] = field(default_factory=dict)
+    counter: Any = None
+    """The token counter compile used (its name goes into the record)."""
+    briefing: Briefing | None = None
 
-    # 2 retrieve
-    present = req.state.describe()
-    query_text = f"{req.intent} {present}".strip()
-    qvec, svec = embedder.embed([query_text or " ", present or " "])
-    candidates = retrieve(store, qvec, query_text, elig, max(20, OVERFETCH * req.k))
-    for c in candidates:
-        trace.append(StageTrace(c.record.id, "retrieve", "candidate", _retrieval_numbers(c)))
+    @cached_property
+    def state_hash(self) -> str:
+        return self.req.state.fingerprint()
 
-    # 3 dedupe
-    by_rid = {c.rid: c.record for c in candidates}
-    vecs = store.vectors_of("content", [c.rid for c in candidates], elig)
-    kept, dropped = collapse(candidates, by_rid, vecs, [c.rid for c in candidates])
+    @property
+    def gates(self) -> Eligibility:
+        assert self.elig is not None, "stage 1 runs first"
+        return self.elig
+
+
+def eligible(r: Recall) -> None:
+    """1: the hard gates as bound parameters (`store/scope`)."""
+    req = r.req
+    r.elig = Eligibility.for_recall(req.principal, req.namespace, r.as_of, req.known_at)
+
+
+def retrieve_stage(r: Recall) -> None:
+    """2: embed intent + present state, then dense (both fields) + lexical, fused."""
+    present = r.req.state.describe()
+    query_text = f"{r.req.intent} {present}".strip()
+    qvec, r.svec = r.embedder.embed([query_text or " ", present or " "])
+    r.candidates = retrieve(r.store, qvec, query_text, r.gates, r.fetch)
+    for c in r.candidates:
+        r.trace.append(StageTrace(c.record.id, "retrieve", "candidate", _retrieval_numbers(c)))
+
+
+def dedupe_stage(r: Recall) -> None:
+    """3: near-duplicates collapse onto the best evidenced."""
+    cands = r.candidates
+    by_rid = {c.rid: c.record for c in cands}
+    vecs = {c.rid: c.content_vector for c in cands if c.content_vector is not None}
+    r.kept, dropped = collapse(cands, by_rid, vecs, [c.rid for c in cands])
     for dup, winner in dropped:
         detail = f"near-duplicate of {winner.record.id}"
-        rejected.append(Rejected(dup.record.id, RejectionReason.DUPLICATE, detail, "dedupe"))
-        trace.append(StageTrace(dup.record.id, "dedupe", "DUPLICATE", detail=detail))
+        r.rejected.append(Rejected(dup.record.id, RejectionReason.DUPLICATE, detail, "dedupe"))
+        r.trace.append(StageTrace(dup.record.id, "dedupe", "DUPLICATE", detail=detail))
 
+
+def judge_stage(r: Recall) -> None:
+    """4 reconstruct, 5 validate, 6 score, candidate by candidate (each candidate's trace
+    stays together)."""
+    req, store = r.req, r.store
     # then/now similarity against the present state alone (not the intent)
-    state_vecs = store.vectors_of(
-        "state", [c.rid for c in kept if c.state_similarity is not None], elig
-    )
-    recons: dict[str, Reconstruction] = {}
-    analyses: dict[str, Analysis | None] = {}
-    scores: dict[str, Scores] = {}
+    state_vecs = {c.rid: c.state_vector for c in r.kept
+                  if c.state_similarity is not None and c.state_vector is not None}
     ns_counts = (
-        store.namespace_counters([c.record.id for c in kept], req.namespace, elig)
+        store.namespace_counters([c.record.id for c in r.kept], req.namespace, r.gates)
         if req.namespace else {}
     )
-    budget = reconstructor.max_candidates
+    budget = r.reconstructor.max_candidates
     fallback = RulesReconstructor()
     intent, policy = req.intent, req.policy
-    state_hash = req.state.fingerprint()
+    state_hash = r.state_hash
     # the present as the stages see it: the same state, its facts keyed once for all candidates
     state = req.state.model_copy(update={"facts": PresentFacts(req.state.facts)})
-    state_sims = _dots(state_vecs, svec)
-    model_ref = embedder.model_ref  # the same for every candidate: read once
-    floor = embedder.relevance_floor
-    for c in kept:
+    assert r.svec is not None
+    state_sims = _dots(state_vecs, r.svec)
+    model_ref = r.embedder.model_ref  # the same for every candidate: read once
+    floor = r.embedder.relevance_floor
+    for c in r.kept:
         rec = c.record
         state_sim = state_sims.get(c.rid)  # None without a situation to compare
-        analysis = analyses[rec.id] = decode(c.analysis)  # None: judged from the text
+        analysis = r.analyses[rec.id] = decode(c.analysis)  # None: judged from the text
         item = ReconstructionInput(
             record=rec, present=state, intent=intent, state_similarity=state_sim,
             content_similarity=c.content_similarity, relevance=c.relevance,
@@ -126,11 +168,11 @@ def run_recall(
             analysis=analysis, relevance_floor=floor,
         )
         # 4 reconstruct: deterministic pre-checks first, then the reconstructor
-        recon = precheck(item, as_of)
+        recon = precheck(item, r.as_of)
         stage = "precheck"
         if recon is None:
             if budget is None or budget > 0:
-                recon = _reconstruct(store, reconstructor, item)
+                recon = _reconstruct(store, r.reconstructor, item)
                 budget = None if budget is None else budget - 1
             else:
                 recon = fallback.reconstruct(item)
@@ -138,29 +180,33 @@ def run_recall(
         numbers = {"confidence": recon.confidence}
         if state_sim is not None:
             numbers["state_similarity"] = state_sim
-        trace.append(StageTrace(rec.id, stage, recon.verdict.value, numbers, recon.detail))
+        r.trace.append(StageTrace(rec.id, stage, recon.verdict.value, numbers, recon.detail))
         # 5 validate
         checked = validate(recon, rec, state, policy, analysis)
         if checked is not recon:
-            trace.append(StageTrace(rec.id, "validate", checked.verdict.value, {}, checked.detail))
+            r.trace.append(
+                StageTrace(rec.id, "validate", checked.verdict.value, {}, checked.detail))
             if checked.verdict is not recon.verdict:
                 stage = "validate"
         recon = checked
-        recons[rec.id] = recon
+        r.recons[rec.id] = recon
         if recon.verdict in _NOT_SERVED:
             reason = recon.reason or RejectionReason.SOURCE_STATE_MISMATCH
-            rejected.append(Rejected(rec.id, reason, recon.detail, stage, recon.verdict))
+            r.rejected.append(Rejected(rec.id, reason, recon.detail, stage, recon.verdict))
             continue
         # 6 score
-        s = score(rec, recon, c.relevance, now, ns_counts.get(rec.id))
-        scores[rec.id] = s
-        trace.append(StageTrace(rec.id, "score", "scored", scores_dict(s)))
+        s = score(rec, recon, c.relevance, r.now, ns_counts.get(rec.id))
+        r.scores[rec.id] = s
+        r.trace.append(StageTrace(rec.id, "score", "scored", scores_dict(s)))
 
-    # 7 compile
-    servable = [c for c in kept if c.record.id in scores]
+
+def compile_stage(r: Recall) -> None:
+    """7: the k best by expected utility, a knapsack under the token budget; the Briefing."""
+    req, scores, recons, rejected, trace = r.req, r.scores, r.recons, r.rejected, r.trace
+    servable = [c for c in r.kept if c.record.id in scores]
     servable.sort(key=lambda c: -scores[c.record.id].expected_utility)
     lines: list[tuple[Candidate, str, int]] = []
-    counter = token_counter()
+    counter = r.counter = token_counter()
     for c in servable:
         s = scores[c.record.id]
         if s.expected_utility < MIN_EXPECTED_UTILITY:
@@ -179,7 +225,7 @@ def run_recall(
             continue
         recon = recons[c.record.id]
         line = render_line(recon.guidance, c.record.id)
-        analysis = analyses[c.record.id]
+        analysis = r.analyses[c.record.id]
         counted = analysis.line_tokens if analysis is not None else None
         as_written = recon.guidance == c.record.content
         if as_written and counted is not None and counted[0] == counter.ref:
@@ -193,6 +239,7 @@ def run_recall(
                  req.budget_tokens)
     )
     items: list[GuidanceItem] = []
+    screen_ref = load_model().version if lines else ""
     for i, (c, _line, tokens) in enumerate(lines):
         rec, recon, s = c.record, recons[c.record.id], scores[c.record.id]
         if i not in chosen:
@@ -201,6 +248,10 @@ def run_recall(
                                      recon.verdict, s))
             trace.append(StageTrace(rec.id, "compile", "OVER_BUDGET", {"tokens": tokens}, detail))
             continue
+        analysis = r.analyses[rec.id]
+        if (recon.guidance == rec.content and analysis is not None
+                and analysis.unsafe is not None and analysis.unsafe[0] == screen_ref):
+            known_unsafe(rec.content, analysis.unsafe[1])  # render need not classify it again
         items.append(
             GuidanceItem(
                 memory_id=rec.id, text=recon.guidance, verdict=recon.verdict,
@@ -214,8 +265,8 @@ def run_recall(
 
     missing = tuple(
         dict.fromkeys(
-            f for r in recons.values() if r.verdict is Verdict.INSUFFICIENT_EVIDENCE
-            for f in r.missing_facts
+            f for x in recons.values() if x.verdict is Verdict.INSUFFICIENT_EVIDENCE
+            for f in x.missing_facts
         )
     )
     if items:
@@ -224,8 +275,7 @@ def run_recall(
         mode = Mode.INSUFFICIENT_EVIDENCE
     else:
         mode = Mode.NO_APPLICABLE_MEMORY
-
-    briefing = Briefing(
+    r.briefing = Briefing(
         recall_id="rc_" + uuid.uuid4().hex[:16],
         mode=mode,
         items=tuple(items),
@@ -237,7 +287,12 @@ def run_recall(
         namespace=req.namespace,
     )
 
-    # 8 record
+
+def record_stage(r: Recall) -> None:
+    """8: the recall record (inputs, versions, reconstructions, output) into the recall file,
+    scoped to the recalling principal."""
+    req, briefing = r.req, r.briefing
+    assert briefing is not None
     payload = {
         "pipeline_version": PIPELINE_VERSION,
         "principal": {
@@ -246,31 +301,107 @@ def run_recall(
         },
         "state": {"text": req.state.text, "facts": req.state.facts},
         "intent": req.intent, "k": req.k, "budget_tokens": req.budget_tokens,
-        "as_of": as_of, "known_at": req.known_at,
+        "as_of": r.as_of, "known_at": req.known_at,
         "policy": {
             "allowed_tools": sorted(req.policy.allowed_tools) if req.policy.allowed_tools
             is not None else None,
             "prohibited_effects": sorted(req.policy.prohibited_effects),
             "version": req.policy.version,
         },
-        "embedder": embedder.model_ref,
-        "reconstructor": f"{reconstructor.name}@{reconstructor.version}",
-        "tokenizer": counter.name,
-        "candidates": [c.record.id for c in candidates],
-        "reconstructions": {k: reconstruction_json(v) for k, v in recons.items()},
+        "embedder": r.embedder.model_ref,
+        "reconstructor": f"{r.reconstructor.name}@{r.reconstructor.version}",
+        "tokenizer": r.counter.name,
+        "candidates": [c.record.id for c in r.candidates],
+        "reconstructions": {k: reconstruction_json(v) for k, v in r.recons.items()},
         "briefing": briefing_dict(briefing, trace=False),
+        "trace": [trace_dict(t) for t in briefing.trace],  # what explain shows, stage by stage
         "rendered": briefing.render(),
     }
     # into the recall file (`store.recall_log`): never behind the memory writers' lock; it
     # survives a crash of the process, and on power loss only the last records can be lost
-    store.save_recall(
+    r.store.save_recall(
         StoredRecall(
-            briefing.recall_id, req.principal.tenant, now, req.namespace,
-            state_hash, mode.value, tuple(i.memory_id for i in items), payload,
+            briefing.recall_id, req.principal.tenant, r.now, req.namespace,
+            r.state_hash, briefing.mode.value,
+            tuple(i.memory_id for i in briefing.items), payload,
         ),
         req.principal,
     )
-    return briefing
+
+
+STAGES: tuple[tuple[str, Callable[[Recall], None]], ...] = (
+    ("1 eligible", eligible),
+    ("2 retrieve", retrieve_stage),
+    ("3 dedupe", dedupe_stage),
+    ("4-6 reconstruct, validate, score", judge_stage),
+    ("7 compile", compile_stage),
+    ("8 record", record_stage),
+)
+"""The stages in order; `run_recall` runs them over one `Recall`."""
+
+
+def run_recall(
+    store: Store,
+    embedder: Embedder,
+    reconstructor: Reconstructor,
+    req: RecallRequest,
+    *,
+    candidates: int | None = None,
+    clock: dict[str, int] | None = None,
+) -> Briefing:
+    """Run all eight stages and persist the recall record; returns the Briefing.
+
+    `candidates` (diagnostics) retrieves exactly that many instead of `max(20, OVERFETCH k)`;
+    `clock`, when given, receives each stage's nanoseconds under its `STAGES` name.
+    """
+    now = utcnow()
+    r = Recall(
+        store, embedder, reconstructor, req, now,
+        req.as_of if req.as_of is not None else now,
+        candidates if candidates is not None else max(20, OVERFETCH * req.k),
+    )
+    with _pinned():
+        for name, stage in STAGES:
+            if clock is None:
+                stage(r)
+                continue
+            t0 = time.perf_counter_ns()
+            stage(r)
+            clock[name] = clock.get(name, 0) + time.perf_counter_ns() - t0
+    assert r.briefing is not None
+    return r.briefing
+
+
+class _Pin:
+    """One BLAS limit for all the recalls running at a time: set by the first to start,
+    restored by the last to finish (concurrent recalls never restore each other's)."""
+
+    lock = threading.Lock()
+    active = 0
+    controller: Any = None
+    limiter: Any = None
+
+
+@contextmanager
+def _pinned() -> Iterator[None]:
+    """BLAS at one thread for a recall's numeric work (one query's matrix-vector product:
+    unpinned OpenBLAS threads on a loaded machine turned a 1 ms search into 27 ms)."""
+    with _Pin.lock:
+        if _Pin.active == 0:
+            if _Pin.controller is None:
+                from threadpoolctl import ThreadpoolController
+
+                _Pin.controller = ThreadpoolController()
+            _Pin.limiter = _Pin.controller.limit(limits=1, user_api="blas")
+        _Pin.active += 1
+    try:
+        yield
+    finally:
+        with _Pin.lock:
+            _Pin.active -= 1
+            if _Pin.active == 0:
+                _Pin.limiter.restore_original_limits()
+                _Pin.limiter = None
 
 
 def _reconstruct(

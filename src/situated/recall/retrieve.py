@@ -17,6 +17,7 @@ from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.store.contract import StoreContract as Store
 from situated.store.resident import Rankings
 from situated.store.scope import Eligibility
+from situated.store.values import RecallRow
 
 RRF_K = 60
 """The usual reciprocal-rank-fusion constant (Cormack et al., 2009)."""
@@ -35,6 +36,9 @@ class Candidate:
     ranks: dict[str, int]
     analysis: bytes | None = None
     """The stored `situated.recall.analysis` of the record (None: not stored, or stale)."""
+    content_vector: Vector | None = None
+    state_vector: Vector | None = None
+    """The stored vectors, read with the record (dedupe and then/now similarity use them)."""
 
 
 def retrieve(
@@ -58,17 +62,17 @@ def retrieve(
                 ranks.setdefault(rid, {})[name] = pos + 1
                 pos += 1
         top = sorted(fused, key=lambda r: -fused[r])[:k]
-        # eligibility applied again on the record table
-        records = store.with_analyses(top, elig, ANALYSIS_VERSION)
-        sims = _similarities(store, query, top, found, elig)
+        # eligibility applied again on the record table; records and vectors in one read
+        rows = store.recall_rows(top, elig, ANALYSIS_VERSION)
     lex: dict[int, float] = dict(found.lexical)
     best = max(fused.values(), default=1.0)
+    sims = _similarities(query, top, found, rows)
     out = []
     for rid in top:
-        found_rec = records.get(rid)
-        if found_rec is None:
+        row = rows.get(rid)
+        if row is None:
             continue
-        rec, analysis = found_rec
+        rec = row.record
         c_sim, s_sim = sims[rid]
         has_state = rec.source.state is not None and not rec.source.state.is_empty
         out.append(
@@ -80,26 +84,29 @@ def retrieve(
                 state_similarity=s_sim if has_state else None,
                 lexical=lex.get(rid, 0.0),
                 ranks=ranks[rid],
-                analysis=analysis,
+                analysis=row.analysis,
+                content_vector=row.content,
+                state_vector=row.state,
             )
         )
     return out
 
 
 def _similarities(
-    store: Store, query: Vector, rids: list[int], found: Rankings, elig: Eligibility
+    query: Vector, rids: list[int], found: Rankings, rows: dict[int, RecallRow]
 ) -> dict[int, tuple[float, float]]:
-    """Cosine to lesson and to source state for every candidate, fetching vectors not scored."""
+    """Cosine to lesson and to source state for every candidate: the search's numbers, else
+    from the vectors read with the record (one product for all that need it)."""
     known = found.similarity
     content = dict(found.content)
     state = dict(found.state)
     for rid, (c, s) in known.items():
         content.setdefault(rid, c)
         state.setdefault(rid, s)
-    need_c = [r for r in rids if r not in content]
-    need_s = [r for r in rids if r not in state]
-    for field, need, into in (("content", need_c, content), ("state", need_s, state)):
+    for name, into in (("content", content), ("state", state)):
+        need = [r for r in rids if r not in into and r in rows
+                and getattr(rows[r], name) is not None]
         if need:
-            for rid, vec in store.vectors_of(field, need, elig).items():
-                into[rid] = float(np.dot(vec, query))
+            sims = np.stack([getattr(rows[r], name) for r in need]) @ query
+            into.update(zip(need, sims.tolist(), strict=True))
     return {r: (content.get(r, 0.0), state.get(r, 0.0)) for r in rids}

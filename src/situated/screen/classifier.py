@@ -30,6 +30,8 @@ from situated.screen.normalise import decoded_views, normalise
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 WEIGHTS_FILE = "injection-lr.npz"
 CONFIG_FILE = "config.json"
+CACHED_TEXTS = 8192
+"""Screenings remembered per process (`InjectionModel.screen_many`)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,9 @@ class InjectionModel:
                 f"expected {self.spec.buckets}"
             )
         self.featuriser = Featuriser(self.spec)
+        self._cache: dict[str, Screening] = {}
+        self.classified = 0
+        """Texts scored so far (a remembered screening is not scored again)."""
         if self.embed_weights.shape != (self.featuriser.embedder.dim,):
             raise ModelError(f"{weights_path}: embedding weights of the wrong size")
 
@@ -91,22 +96,64 @@ class InjectionModel:
         )
         return 1.0 / (1.0 + np.exp(-logits))
 
+    def fast_probabilities(self, texts: list[str]) -> npt.NDArray[np.float64]:
+        """`probabilities`, computed for all texts at once (one embedding batch, the hashed
+        part vectorised by `Featuriser.hashed_scores`): equal to it up to float rounding
+        (`tests/test_write_fast.py`); `probabilities` stays the reference the training
+        script uses."""
+        if not texts:
+            return np.zeros(0, dtype=np.float64)
+        f = self.featuriser
+        clipped = [f._fold(t[: self.spec.max_chars]) for t in texts]
+        emb = f.embedder.embed_batch(clipped) * np.float32(self.spec.embed_scale)
+        logits = (
+            self.bias + f.hashed_scores(texts, self.hash_weights)
+            + (emb @ self.embed_weights).astype(np.float64)
+        )
+        out: npt.NDArray[np.float64] = 1.0 / (1.0 + np.exp(-logits))
+        return out
+
     def screen(self, text: str) -> Screening:
         """Normalise `text`, score it and its decoded views, keep the highest score."""
-        norm = normalise(text)
-        views = decoded_views(norm)
-        probs = self.probabilities([v.text for v in views])
-        best = int(np.argmax(probs)) if probs.size else 0
-        score = float(probs[best]) if probs.size else 0.0
-        return Screening(
-            score=score, held=score >= self.threshold, threshold=self.threshold,
-            view=views[best].name, views=tuple(v.name for v in views),
-            hidden_controls=norm.hidden_controls, folded_words=norm.folded_words,
-        )
+        return self.screen_many([text])[0]
+
+    def screen_many(self, texts: list[str]) -> list[Screening]:
+        """`screen` of each text, all views of all texts scored in one pass; the results of
+        the last `CACHED_TEXTS` texts are remembered (`forget` empties them)."""
+        with _LOCK:
+            found = {t: self._cache.pop(t) for t in texts if t in self._cache}
+            self._cache.update(found)  # the most recently used last: evicted last
+        todo = list(dict.fromkeys(t for t in texts if t not in found))
+        if todo:
+            self.classified += len(todo)
+            norms = [normalise(t) for t in todo]
+            views = [decoded_views(n) for n in norms]
+            probs = self.fast_probabilities([v.text for vs in views for v in vs])
+            at = 0
+            with _LOCK:
+                for text, norm, vs in zip(todo, norms, views, strict=True):
+                    mine = probs[at : at + len(vs)]
+                    at += len(vs)
+                    best = int(np.argmax(mine)) if mine.size else 0
+                    score = float(mine[best]) if mine.size else 0.0
+                    found[text] = self._cache[text] = Screening(
+                        score=score, held=score >= self.threshold, threshold=self.threshold,
+                        view=vs[best].name if vs else "original",
+                        views=tuple(v.name for v in vs),
+                        hidden_controls=norm.hidden_controls, folded_words=norm.folded_words,
+                    )
+                    while len(self._cache) > CACHED_TEXTS:
+                        del self._cache[next(iter(self._cache))]
+        return [found[t] for t in texts]
+
+    def forget(self) -> None:
+        """Empty the remembered screenings (they name no text, but are keyed by it)."""
+        with _LOCK:
+            self._cache.clear()
 
 
 _MODEL: InjectionModel | None = None
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 
 
 def load_model() -> InjectionModel:
@@ -117,6 +164,12 @@ def load_model() -> InjectionModel:
             if _MODEL is None:
                 _MODEL = InjectionModel()
     return _MODEL
+
+
+def clear_screen_cache() -> None:
+    """Forget every screened text (erasure: no erased text stays in this process)."""
+    if _MODEL is not None:
+        _MODEL.forget()
 
 
 def screen(text: str) -> Screening:

@@ -165,3 +165,80 @@ class Featuriser:
             h = (np.asarray(keys, dtype=np.uint64) | np.uint64(1 << 40)) * _MIX
             mixed = h >> self._shift
         return np.unique(mixed.astype(np.int64))
+
+    def hashed_scores(
+        self, texts: list[str], weights: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float64]:
+        """`weights . hashed(text)` for every text of `texts` (as passed to `features`), all
+        at once: the same buckets and values as `hashed`, without its per-text arrays.
+
+        A text's hashed part is a sum over its two groups (character and word n-grams) of
+        the group's unique buckets, each at `1 / sqrt(size)`; a bucket two groups share adds
+        both values, which is the same as weighting each group on its own."""
+        clipped = [self._fold(t[: self.spec.max_chars]) for t in texts]
+        lowered = [self._fold(t[: self.spec.max_chars]).lower() for t in clipped]
+        out = np.zeros(len(texts), dtype=np.float64)
+        for tid, buckets in (self._char_keys(lowered), self._word_keys(lowered)):
+            if not tid.size:
+                continue
+            keys = np.sort((tid << np.int64(self.spec.bits)) | buckets)
+            keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # unique, sorted
+            owner = keys >> np.int64(self.spec.bits)
+            picked = weights[keys & np.int64(self.spec.buckets - 1)].astype(np.float64)
+            sums = np.bincount(owner, weights=picked, minlength=len(texts))
+            sizes = np.bincount(owner, minlength=len(texts))
+            filled = sizes > 0
+            out[filled] += sums[filled] / np.sqrt(sizes[filled])
+        return out
+
+    def _char_keys(
+        self, texts: list[str]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(text index, bucket) of every character n-gram of every text, as `_char_buckets`
+        hashes them (n-grams never cross from one text into the next)."""
+        padded = [f" {t} " for t in texts]
+        cps = np.frombuffer("".join(padded).encode("utf-32-le"), dtype=np.uint32).astype(
+            np.uint64
+        )
+        lengths = np.fromiter((len(p) for p in padded), dtype=np.int64, count=len(padded))
+        starts = np.cumsum(lengths) - lengths
+        owner = np.repeat(np.arange(len(padded), dtype=np.int64), lengths)
+        offset = np.arange(cps.size, dtype=np.int64) - np.repeat(starts, lengths)
+        tids, buckets = [], []
+        with np.errstate(over="ignore"):
+            for n in self.spec.char_ngrams:
+                count = cps.size - n + 1
+                if count <= 0:
+                    continue
+                h = np.full(count, _FNV_OFFSET ^ self._salts[n], dtype=np.uint64)
+                for k in range(n):
+                    h = (h ^ cps[k : k + count]) * _FNV_PRIME
+                valid = offset[:count] + n <= lengths[owner[:count]]
+                tids.append(owner[:count][valid])
+                buckets.append(((h[valid] * _MIX) >> self._shift).astype(np.int64))
+        if not tids:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(tids), np.concatenate(buckets)
+
+    def _word_keys(
+        self, texts: list[str]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(text index, bucket) of every word n-gram of every text, as `_word_buckets`."""
+        tids: list[int] = []
+        keys: list[int] = []
+        crc = zlib.crc32
+        for tid, text in enumerate(texts):
+            words = _WORD.findall(text)
+            for n in self.spec.word_ngrams:
+                grams = (
+                    words if n == 1 else [" ".join(words[i : i + n])
+                                          for i in range(len(words) - n + 1)]
+                )
+                keys.extend(crc(f"w{n}:{g}".encode()) for g in grams)
+                tids.extend([tid] * len(grams))
+        if not keys:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        with np.errstate(over="ignore"):
+            h = (np.asarray(keys, dtype=np.uint64) | np.uint64(1 << 40)) * _MIX
+            buckets = (h >> self._shift).astype(np.int64)
+        return np.asarray(tids, dtype=np.int64), buckets

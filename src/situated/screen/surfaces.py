@@ -69,6 +69,7 @@ _WEAK: dict[str, tuple[str, ...]] = {
     ),
     "money": (
         "refund*", "payment*", "pay", "credit", "funds", "money", "wire", "bitcoin", "crypto*",
+        "transfer*", "deposit*", "remit*",
         "transferencia", "перевод", "transferir", "reembolso", "remboursement",
         "rückerstattung", "возврат", "деньги",
     ),
@@ -93,6 +94,12 @@ _WEAK: dict[str, tuple[str, ...]] = {
     ),
 }
 _ADDRESS = r"(?:@|https?://|www\.|\b[a-z0-9-]+\.(?:com|net|org|io|example)\b)"
+_ACCOUNT = re.compile(
+    r"(?i)(?<!\w)(?:account|acct|a/c|konto|cuenta|compte|сч[её]т|wallet)\W{0,3}"
+    r"(?:(?:no|nr|num|number|n°|#)\W{0,3})?[a-z]{0,4}\d[\d -]{5,}"
+)
+"""A destination account: an account word followed by a number of six digits or more (the
+shape, like an address for `outbound`); with a money word in the sentence, it touches money."""
 _CUES: dict[str, tuple[str, ...]] = {
     "permissions": (
         "skip*", "without", "waive*", "unnecessary", "not needed", "no need", "not required",
@@ -218,6 +225,8 @@ def _surfaces_of(view: str, allowed: frozenset[str] | None) -> set[str]:
                 continue
             if surface == "outbound":
                 cued = _ADDRESS_RX.search(sentence.lower()) is not None
+            elif surface == "money" and _ACCOUNT.search(sentence):
+                cued = True
             else:
                 cued = surface in whole or _CUE_RX[surface].search(skel) is not None
             if cued:

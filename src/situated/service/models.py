@@ -20,6 +20,7 @@ from situated import arguments as args
 from situated.models import MAX_FACTS, OPEN_END, MemoryRecord
 from situated.recall.briefing import Briefing
 from situated.store.ledger import LedgerEvent
+from situated.store.recall_reads import RecallView
 
 MAX_ITEMS = 1000
 """Items of one `add_many` request over a door (a larger import goes in several requests)."""
@@ -148,6 +149,19 @@ class LearnRequest(_Request):
     """A finished episode (`situated.write.distill.Trajectory`) to distil into lessons."""
 
     trajectory: dict[str, Any]
+    distiller: str | None = Field(default=None, description="A registered distiller (`rules`, "
+                                  "`llm`); default: the server's configured one")
+
+
+class ConversationRequest(_Request):
+    """Chat turns to store as notes (`situated.write.conversation`); an extractor may propose
+    the facts and preferences they state."""
+
+    messages: list[dict[str, Any]] = Field(min_length=1, max_length=2000)
+    session: str | None = None
+    namespace: str | None = None
+    extractor: str | None = Field(default=None, description="A registered extractor (`none`, "
+                                  "`llm`); default: the server's configured one")
 
 
 class RevokeRequest(_Request):
@@ -357,6 +371,115 @@ class BriefingDoc(_Doc):
         )
 
 
+class RecallDoc(_Doc):
+    """A recall opened to its record, as the reader may see it: the present state and
+    intent it was made for, the versions that made it, every candidate with its
+    reconstruction and stage decisions, the briefing's items and typed rejections, and the
+    text the agent received (`rendered`; null when it quoted a memory the reader may not
+    read). `hidden`: candidates cut because the reader may not read them (now)."""
+
+    recall_id: str
+    at: datetime
+    actor: str
+    namespace: str | None
+    mode: Literal["GUIDED", "NO_APPLICABLE_MEMORY", "INSUFFICIENT_EVIDENCE"]
+    served: list[str]
+    state: dict[str, Any]
+    intent: str
+    principal: dict[str, Any]
+    versions: dict[str, str]
+    candidates: list[str]
+    reconstructions: dict[str, dict[str, Any]]
+    trace: list[TraceDoc]
+    items: list[ItemDoc]
+    rejected: list[RejectedDoc]
+    missing_facts: list[str]
+    budget_tokens: int
+    tokens_used: int
+    rendered: str | None
+    hidden: int
+
+    @classmethod
+    def of(cls, v: RecallView) -> RecallDoc:
+        p = v.payload
+        b = p.get("briefing") or {}
+        return cls.model_validate({
+            "recall_id": v.id, "at": datetime.fromtimestamp(v.at, tz=UTC), "actor": v.actor,
+            "namespace": v.namespace, "mode": v.mode, "served": list(v.served),
+            "state": p.get("state") or {}, "intent": p.get("intent") or "",
+            "principal": p.get("principal") or {},
+            "versions": {k: str(p[k]) for k in ("pipeline_version", "embedder",
+                                                  "reconstructor", "tokenizer") if k in p},
+            "candidates": p.get("candidates", []),
+            "reconstructions": p.get("reconstructions", {}),
+            "trace": p.get("trace", []), "items": b.get("items", []),
+            "rejected": b.get("rejected", []), "missing_facts": b.get("missing_facts", []),
+            "budget_tokens": b.get("budget_tokens", 0), "tokens_used": b.get("tokens_used", 0),
+            "rendered": v.rendered, "hidden": v.hidden,
+        })
+
+
+class RecallSummaryDoc(_Doc):
+    """A recall in a list: who made it, when, for what, and how it came out."""
+
+    recall_id: str
+    at: datetime
+    actor: str
+    namespace: str | None
+    mode: Literal["GUIDED", "NO_APPLICABLE_MEMORY", "INSUFFICIENT_EVIDENCE"]
+    served: int
+    rejected: int
+    state_text: str
+    intent: str
+
+    @classmethod
+    def of(cls, v: RecallView) -> RecallSummaryDoc:
+        p = v.payload
+        b = p.get("briefing") or {}
+        return cls(recall_id=v.id, at=datetime.fromtimestamp(v.at, tz=UTC), actor=v.actor,
+                   namespace=v.namespace, mode=v.mode,  # type: ignore[arg-type]
+                   served=len(b.get("items", [])), rejected=len(b.get("rejected", [])),
+                   state_text=str((p.get("state") or {}).get("text") or ""),
+                   intent=str(p.get("intent") or ""))
+
+
+class RecallPartDoc(_Doc):
+    """What one recall decided about one memory: served as an item (verdict, scores) or
+    rejected (typed reason, stage), with that memory's stage trace."""
+
+    recall_id: str
+    at: datetime
+    actor: str
+    mode: Literal["GUIDED", "NO_APPLICABLE_MEMORY", "INSUFFICIENT_EVIDENCE"]
+    item: ItemDoc | None
+    rejected: RejectedDoc | None
+    trace: list[TraceDoc]
+
+    @classmethod
+    def of(cls, v: RecallView, memory_id: str) -> RecallPartDoc:
+        b = v.payload.get("briefing") or {}
+        return cls.model_validate({
+            "recall_id": v.id, "at": datetime.fromtimestamp(v.at, tz=UTC), "actor": v.actor,
+            "mode": v.mode,
+            "item": next((i for i in b.get("items", []) if i["memory_id"] == memory_id), None),
+            "rejected": next((r for r in b.get("rejected", []) if r["memory_id"] == memory_id),
+                             None),
+            "trace": [t for t in v.payload.get("trace", []) if t["memory_id"] == memory_id],
+        })
+
+
+class FindQuery(_Request):
+    """Memories to browse: text in the content (case-insensitive), and filters."""
+
+    text: str = ""
+    namespace: str | None = None
+    kinds: list[KindName] | None = Field(default=None, max_length=4)
+    states: list[StateName] | None = Field(default=None, max_length=8)
+    authorities: list[AuthorityName] | None = Field(default=None, max_length=4)
+    limit: int = 50
+    offset: int = 0
+
+
 class FeedbackDoc(_Doc):
     recall_id: str
     credited: list[str]
@@ -376,6 +499,7 @@ class StatsDoc(_Doc):
     reconstructor: str
     maintenance_failures: dict[str, int]
     calibration: dict[str, Any] | None
+    attribute_schema: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class HealthDoc(_Doc):
@@ -404,6 +528,16 @@ class RevokedDoc(_Doc):
 
 class ErasedDoc(_Doc):
     erased: str
+
+
+class ConversationDoc(_Doc):
+    """What `add_conversation` stored: a note per turn, the extracted proposals."""
+
+    session: str
+    notes: list[MemoryDoc]
+    proposals: list[MemoryDoc]
+    extractor: str
+    extractor_error: str | None
 
 
 class KeyDoc(_Doc):

@@ -16,10 +16,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 from situated import arguments as args
-from situated.errors import InvalidInput, PermissionDenied
+from situated.errors import InvalidInput, NotFound, PermissionDenied
 from situated.memory import Memory
 from situated.models import MemoryRecord, Principal, State, validate_input
 from situated.recall.reconstruct import Policy
@@ -28,10 +29,13 @@ from situated.service.models import (
     AddManyRequest,
     AddRequest,
     BriefingDoc,
+    ConversationDoc,
+    ConversationRequest,
     ErasedDoc,
     EventDoc,
     FeedbackDoc,
     FeedbackRequest,
+    FindQuery,
     GatedDoc,
     HealthDoc,
     KeyCreate,
@@ -42,7 +46,10 @@ from situated.service.models import (
     MemoryDoc,
     NewKeyDoc,
     PendingDoc,
+    RecallDoc,
+    RecallPartDoc,
     RecallRequest,
+    RecallSummaryDoc,
     RevokedDoc,
     RevokeRequest,
     _state,
@@ -55,6 +62,9 @@ from situated.store.scope import SYSTEM
 OPERATOR_ROLE = "operator"
 """The role a key needs for the file-wide operations `health` and `maintain`: they read and
 change every tenant's rows, so no tenant's own roles reach them."""
+MAX_FIND_SCAN = 20_000
+"""How many memories `Service.find` reads through at most for one page of matches."""
+FIND_PAGE = 500
 
 
 class Pool:
@@ -156,7 +166,20 @@ class Service:
 
     def learn(self, who: Principal, req: LearnRequest) -> list[GatedDoc]:
         with self.pool.use() as mem:
-            return [_gated(mem, who, r) for r in mem.learn(req.trajectory, principal=who)]
+            return [_gated(mem, who, r)
+                    for r in mem.learn(req.trajectory, principal=who, distiller=req.distiller)]
+
+    def add_conversation(self, who: Principal, req: ConversationRequest) -> ConversationDoc:
+        with self.pool.use() as mem:
+            done = mem.add_conversation(
+                req.messages, principal=who, session=req.session, namespace=req.namespace,
+                extractor=req.extractor,
+            )
+        return ConversationDoc(
+            session=done.session, notes=[MemoryDoc.of(r) for r in done.notes],
+            proposals=[MemoryDoc.of(r) for r in done.proposals], extractor=done.extractor,
+            extractor_error=done.extractor_error,
+        )
 
     # -- recall and feedback ----------------------------------------------------------------
 
@@ -230,6 +253,67 @@ class Service:
         with self.pool.use() as mem:
             return StatsDoc.model_validate(asdict(mem.stats(principal=who)))
 
+    def find(self, who: Principal, q: FindQuery) -> builtins.list[MemoryDoc]:
+        """Memories the principal may read whose content or source state holds `q.text`
+        (case-insensitive) and whose kind and authority are among those asked, oldest
+        first: a scan of the principal's own listing (`Memory.list`), at most
+        `MAX_FIND_SCAN` memories deep."""
+        needle = args.text(q.text, "text", args.MAX_LABEL_CHARS).casefold().strip()
+        args.integer(q.limit, "limit", 1, 500)
+        args.integer(q.offset, "offset", 0, args.MAX_OFFSET)
+        kinds = set(q.kinds or ())
+        authorities = set(q.authorities or ())
+        found: builtins.list[MemoryDoc] = []
+        scanned = 0
+        while scanned < MAX_FIND_SCAN and len(found) < q.offset + q.limit:
+            with self.pool.use() as mem:
+                page = mem.list(principal=who, namespace=q.namespace, states=q.states,
+                                limit=FIND_PAGE, offset=scanned)
+            for rec in page:
+                if kinds and rec.kind.value not in kinds:
+                    continue
+                if authorities and rec.authority.label not in authorities:
+                    continue
+                state = rec.source.state.text if rec.source.state is not None else ""
+                if needle and needle not in f"{rec.content}\n{state}".casefold():
+                    continue
+                found.append(MemoryDoc.of(rec))
+            scanned += len(page)
+            if len(page) < FIND_PAGE:
+                break
+        return found[q.offset:q.offset + q.limit]
+
+    def recalls(self, who: Principal, limit: int = 50, offset: int = 0
+                ) -> builtins.list[RecallSummaryDoc]:
+        """Recent recalls the principal may see, newest first (open one: `recall_record`)."""
+        with self.pool.use() as mem:
+            views = mem.recalls(principal=who, limit=limit, offset=offset)
+        return [RecallSummaryDoc.of(v) for v in views]
+
+    def recall_outcomes(self, who: Principal, limit: int = 500
+                        ) -> builtins.list[tuple[datetime, builtins.list[str]]]:
+        """(time, served verdicts and rejection reasons) of recent recalls, newest first."""
+        with self.pool.use() as mem:
+            rows = mem.recall_outcomes(principal=who, limit=limit)
+        return [(datetime.fromtimestamp(at, tz=UTC), decisions) for at, decisions in rows]
+
+    def utilities(self, who: Principal, most: int = 10_000) -> builtins.list[float]:
+        """The measured utility of each memory the principal may read (up to `most`)."""
+        with self.pool.use() as mem:
+            return mem.utilities(principal=who, limit=most)
+
+    def recall_record(self, who: Principal, recall_id: str) -> RecallDoc:
+        with self.pool.use() as mem:
+            return RecallDoc.of(mem.recall_record(recall_id, principal=who))
+
+    def recalls_of(self, who: Principal, memory_id: str, limit: int = 50
+                   ) -> builtins.list[RecallPartDoc]:
+        """Recalls in which this memory was a candidate, newest first, each with what it
+        decided about the memory: served (verdict, scores) or rejected (reason, stage)."""
+        with self.pool.use() as mem:
+            views = mem.recalls_of(memory_id, principal=who, limit=limit)
+        return [RecallPartDoc.of(v, memory_id) for v in views]
+
     # -- review -----------------------------------------------------------------------------
 
     def pending(self, who: Principal, namespace: str | None = None) -> builtins.list[PendingDoc]:
@@ -298,13 +382,38 @@ class Service:
         """The principal an API key's secret stands for; None if unknown or revoked (read at
         every call: a revoked key is refused from the next request). Through a store of its
         own, so a door may call it without waiting for a pooled `Memory` (one indexed read)."""
-        with self._key_lock:
-            if self._key_store is None:
-                with self.pool.use() as mem:
-                    location = mem.store.location
-                self._key_store = open_store(location, resident_mb=0)
-            key = self._key_store.keys.resolve(secret)
+        key = self.key_for(secret)
         return None if key is None else key.principal
+
+    def key_for(self, secret: str) -> ApiKey | None:
+        """The live key whose secret this is (unknown, malformed or revoked: None)."""
+        with self._key_lock:
+            return self._keys().keys.resolve(secret)
+
+    def live_key(self, key_id: str) -> ApiKey | None:
+        """The key with this id while it is not revoked (a browser session holds a key's id,
+        never its secret, and asks at every request: revoking the key ends the session)."""
+        if not isinstance(key_id, str) or not key_id.startswith("key_") or len(key_id) > 64:
+            return None
+        with self._key_lock:
+            store = self._keys()
+            try:
+                key = store.keys.get(key_id, SYSTEM)
+            except NotFound:
+                return None
+        return key if key.revoked_at is None else None
+
+    def store_path(self) -> str:
+        """The file this service serves (where a door keeps what belongs beside it)."""
+        with self.pool.use() as mem:
+            return mem.store.path
+
+    def _keys(self) -> StoreContract:
+        if self._key_store is None:
+            with self.pool.use() as mem:
+                location = mem.store.location  # may hold a password: never shown
+            self._key_store = open_store(location, resident_mb=0)
+        return self._key_store
 
 
 def _gated(mem: Memory, who: Principal, rec: MemoryRecord) -> GatedDoc:

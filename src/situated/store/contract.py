@@ -21,15 +21,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from situated.embed.base import Vector
 from situated.models import Counters, MemoryRecord, Principal
+from situated.store.ann import DEFAULT_ROWS as DEFAULT_ANN_ROWS
 from situated.store.keys import ApiKey
 from situated.store.ledger import EventType, Folded, LedgerEvent
 from situated.store.resident import Rankings
 from situated.store.scope import Eligibility, System
-from situated.store.values import RebuildReport, StoredRecall
+from situated.store.values import RebuildReport, RecallRow, StoredRecall
+
+if TYPE_CHECKING:
+    from situated.store.bulk import NewRow
+
+AttributeKey = tuple[str, str, int, str]
+"""(tenant, role key, classification, attribute): one scope's evidence row of an attribute."""
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 """A location starting with one of these is a PostgreSQL connection string."""
@@ -113,6 +120,9 @@ class StoreContract(Protocol):
         reason: str,
         scrub: Callable[[dict[str, Any]], dict[str, Any]],
     ) -> None: ...
+    def insert_many(self, rows: Sequence[NewRow]) -> list[int]:
+        """`insert` and the events of each row (SQLite: set-based, `store.bulk`); returns
+        the rids in order. Every writer must be allowed to write its row's scope."""
     def set_analysis(self, rid: int, version: int, analysis: bytes | None) -> None: ...
     def record_failure(
         self, component: str, error: str, memory_id: str | None = None
@@ -144,12 +154,38 @@ class StoreContract(Protocol):
     def namespace_counters(
         self, memory_ids: Sequence[str], namespace: str, elig: Eligibility
     ) -> dict[str, tuple[float, float]]: ...
+    def fingerprints_among(self, fingerprints: Sequence[str], elig: Eligibility) -> set[str]:
+        """Which of these exact-duplicate keys `elig` reaches (`by_fingerprint` not None)."""
+    def fact_keys_among(
+        self, keys: Sequence[tuple[str, str]], elig: Eligibility
+    ) -> set[tuple[str, str]]:
+        """Which of these (entity, attribute) keys `elig` reaches (`same_key` not empty)."""
+    def same_attribute(self, attribute: str, elig: Eligibility) -> list[MemoryRecord]:
+        """Memories `elig` reaches with this attribute (any entity), oldest first."""
+    def utilities(self, elig: Eligibility, limit: int) -> list[float]:
+        """The measured utility of up to `limit` eligible memories, oldest first."""
+    def recall_rows(
+        self, rids: Sequence[int], elig: Eligibility, version: int
+    ) -> dict[int, RecallRow]:
+        """`with_analyses` with both stored vectors of each row, in one gated read."""
+
+    # -- the attribute schema (`learning.schema`; the caller's scope is the key's) -------------
+    def attribute_counts(self, key: AttributeKey) -> tuple[int, int]: ...
+    def save_attribute_counts(self, key: AttributeKey, single: int, multi: int) -> None: ...
+    def visible_attributes(self, principal: Principal) -> list[tuple[str, str, int, int, int]]:
+        """(attribute, role key, classification, single, multi) of the scopes `principal`
+        may read."""
 
     # -- search (stage 2 of recall) -------------------------------------------------------------
     def dense(
         self, field: str, query: Vector, k: int, elig: Eligibility
     ) -> list[tuple[int, float]]: ...
     def lexical(self, text: str, k: int, elig: Eligibility) -> list[tuple[int, float]]: ...
+    def dense_many(
+        self, field: str, queries: Vector, k: int, elig: Eligibility
+    ) -> list[list[tuple[int, float]]]:
+        """`dense` for each row of `queries` (SQLite: one matrix product over the resident
+        slice when there is one)."""
     def search(self, query: Vector, text: str, k: int, elig: Eligibility) -> Rankings: ...
     def vectors_of(
         self, field: str, rids: Sequence[int], elig: Eligibility
@@ -165,6 +201,23 @@ class StoreContract(Protocol):
     ) -> None: ...
     def drop_inferred_feedback(self, recall: StoredRecall) -> None: ...
     def count_recalls(self, reader: Principal) -> tuple[int, int]: ...
+    def recall_records(
+        self, reader: Principal, limit: int, offset: int = 0,
+        recall_id: str | None = None, mentioning: str | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """(id, at, actor, namespace, mode, served JSON, payload JSON) of the recalls the
+        reader may see, newest first: one id, or those whose payload mentions a memory id,
+        when asked (`store.recall_reads` cuts what they say about memories)."""
+    def recall_briefings(
+        self, reader: Principal, limit: int
+    ) -> list[tuple[float, str | None, str | None]]:
+        """(time, served items JSON, rejections JSON) of the recalls the reader may see,
+        newest first."""
+    def labelled_recalls_of(
+        self, reader: Principal, namespace: str | None = None, inferred: bool = False
+    ) -> list[tuple[str, dict[str, Any], bool, tuple[str, ...]]]:
+        """(recall id, payload, success, used) of the recalls with feedback the reader may
+        see, oldest first; inferred outcomes only when asked."""
 
     # -- maintenance (SYSTEM scope: never handed to a caller) ---------------------------------
     def unanalysed(
@@ -188,13 +241,17 @@ def is_postgres(location: str) -> bool:
     return location.startswith(POSTGRES_SCHEMES)
 
 
-def open_store(location: str, resident_mb: float) -> StoreContract:
+def open_store(
+    location: str, resident_mb: float, ann_rows: int = DEFAULT_ANN_ROWS
+) -> StoreContract:
     """The store at `location`: a PostgreSQL connection string (`postgresql://...`, needs the
-    `postgres` extra) or a SQLite file path."""
+    `postgres` extra) or a SQLite file path. `resident_mb` and `ann_rows` size SQLite's
+    in-process index and the rows from which a tenant is searched approximately; PostgreSQL
+    searches in the server and ignores both."""
     if is_postgres(location):
         from situated.store.pg.store import PostgresStore
 
         return PostgresStore(location)
     from situated.store.sqlite import Store
 
-    return Store(location, resident_mb=resident_mb)
+    return Store(location, resident_mb=resident_mb, ann_rows=ann_rows)

@@ -31,6 +31,8 @@ class EventType(StrEnum):
     REBUILT = "rebuilt"
     KEY_CREATED = "key_created"
     KEY_REVOKED = "key_revoked"
+    SCHEMA = "schema"
+    """Evidence about an attribute's schema (`situated.learning.schema`); no lifecycle effect."""
 
 
 class Credit(StrEnum):

@@ -334,3 +334,25 @@ def m011_inferred_feedback(db: apsw.Connection) -> None:
         ALTER TABLE feedback ADD COLUMN inferred INTEGER NOT NULL DEFAULT 0;
         """
     )
+
+
+@migration
+def m012_attribute_schema(db: apsw.Connection) -> None:
+    """The learned attribute schema (`situated.learning.schema`): evidence that an attribute
+    holds one value, and counter-evidence, per tenant, role set, classification and attribute.
+    Each piece of evidence is also a `schema` ledger event on the memory that gave it."""
+    db.execute(
+        """
+        CREATE TABLE attribute_schema (
+            tenant TEXT NOT NULL,
+            role_key TEXT NOT NULL,
+            classification INTEGER NOT NULL,
+            attribute TEXT NOT NULL,
+            single INTEGER NOT NULL DEFAULT 0,
+            multi INTEGER NOT NULL DEFAULT 0,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (tenant, role_key, classification, attribute)
+        );
+        CREATE INDEX memories_attribute ON memories (tenant, attribute);
+        """
+    )

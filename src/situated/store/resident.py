@@ -4,10 +4,12 @@ the ledger.
 Why: the SQLite indexes are the durable truth, but they are slow to *search* at scale. The
 PyPI sqlite-vec build has no SIMD (about 10x an exact numpy scan of the same rows), and the
 lexical search reads one SQL row per matching memory (`situated.store.lexical`). A tenant's
-slice here holds, for each of its memories, both vectors (lesson and source state) in one
-float32 matrix, the eligibility columns as numpy arrays and a BM25 inverted index of the same
-text FTS5 holds. A search is then one matrix-vector product, a boolean mask and a few posting
-lists.
+slice (`situated.store.slice`) holds, for each of its memories, both vectors (lesson and source
+state), the eligibility columns as numpy arrays and a BM25 inverted index of the same text FTS5
+holds. A search is then a matrix-vector product per field, a boolean mask and a few posting
+lists. A tenant with at least `ann_rows` rows also gets an approximate index per vector field
+(`situated.store.ann`), patched with its slice, saved next to the database and checked
+against the ledger's generation and the slice's rows when loaded.
 
 Coherence: every change to a memory is a ledger event written in the same transaction as the
 change (`Store.append_event`, `Store.insert`), so the ledger is a change feed. A slice
@@ -18,7 +20,7 @@ erased text or vector outlives it here. The store never consults the index while
 write transaction (the transaction may roll back); it uses its SQL path instead.
 
 Safety: a slice only *proposes* row ids. The records a recall uses are read back through
-`Store.by_rids`, which applies the eligibility gates again in SQL; the numpy mask mirrors
+`Store.recall_rows`, which applies the eligibility gates again in SQL; the numpy mask mirrors
 `Eligibility.where` to rank exactly the eligible rows, but it is not the authority.
 
 BM25 statistics are per tenant (FTS5's are global): one tenant's writes never move another
@@ -28,28 +30,21 @@ tenant's ranking. The SQLite path computes the same numbers (`situated.store.lex
 
 from __future__ import annotations
 
-import math
-import re
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
-from situated.models import LifecycleState
-from situated.store.scope import Eligibility
+from situated.store.ann import GRAPH_ROW_BYTES, SAVE_TAIL, AnnConfig, Graph, GraphFiles
+from situated.store.ann import available as ann_available
+from situated.store.slice import Rankings, Slice, bm25_term, grown, tokens, top
 
-F32 = npt.NDArray[np.float32]
-BOOL = npt.NDArray[np.bool_]
+__all__ = ["DEFAULT_BUDGET_MB", "Rankings", "ResidentIndex", "Slice", "bm25_term", "tokens",
+           "top"]
 
 DEFAULT_BUDGET_MB = 512
 """Memory the resident index may hold, all tenants together (least recently used go first)."""
-MASKS_PER_SLICE = 16
-"""Time-independent eligibility masks kept per slice (one per distinct reader profile)."""
 MAX_BACKOFF = 1024
 LOAD_AFTER = 2
 """A tenant's slice is loaded at its second search in a process: a one-shot process (a CLI
@@ -59,342 +54,8 @@ ROW_OVERHEAD = 600
 entries (an estimate used to refuse a load that cannot fit)."""
 MAX_PATCH_ROWS = 5000
 """Above this many changed memories a slice is re-read whole (bounded SQL parameter lists)."""
-DELTA_MIN = 4096
-DELTA_FRACTION = 0.05
-"""Postings of appended rows are merged into the sorted arrays past this many (or share)."""
 RELOAD_FRACTION = 0.25
 """Re-read a whole slice instead of patching it when more of its rows than this changed."""
-BM25_K1 = 1.2
-BM25_B = 0.75
-"""FTS5's own bm25 constants."""
-
-_WORD = re.compile(r"[^\W_]+")
-_STATE_CODES = {s.value: i for i, s in enumerate(LifecycleState)}
-
-
-def _member(codes: npt.NDArray[Any], allowed: Sequence[int], size: int) -> BOOL:
-    """`np.isin(codes, allowed)` for small non-negative codes, by table lookup."""
-    table = np.zeros(max(size, 1), dtype=np.bool_)
-    table[list(allowed)] = True
-    out: BOOL = table[codes]
-    return out
-
-
-def grown(rows: int) -> int:
-    """Capacity for `rows` rows with room to append: an eighth more (at least 64), so a large
-    slice grows in small steps instead of doubling its memory on one append."""
-    return rows + max(64, rows // 8)
-
-
-def bm25_term(
-    n: int, total_len: float, df: int, tf: npt.NDArray[np.float32],
-    doc_len: npt.NDArray[np.float32],
-) -> npt.NDArray[np.float32]:
-    """One query term's BM25 contribution to the rows holding it, FTS5's formula over a
-    tenant's statistics: `n` rows, `total_len` tokens in all, `df` rows holding the term, its
-    frequency `tf` and the length `doc_len` of each (float32, the precision of both search
-    paths; `situated.store.lexical` calls this too, so the two compute the same floats)."""
-    avg = max(total_len / n, 1e-9)
-    idf = max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
-    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * doc_len / avg)
-    return np.asarray(np.float32(idf) * tf * (BM25_K1 + 1.0) / (tf + norm), dtype=np.float32)
-
-
-def tokens(text: str) -> list[str]:
-    """Word tokens as FTS5's default `unicode61` tokenizer makes them: runs of letters and
-    digits (underscore and punctuation separate), case-folded, diacritics removed."""
-    if not text.isascii():
-        text = "".join(
-            c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c)
-        )
-    return _WORD.findall(text.lower())
-
-
-@dataclass(frozen=True)
-class Rankings:
-    """What one search returns: three rankings of eligible row ids and the numbers behind them.
-
-    `content` and `state` are (rid, cosine) best first; `state` counts only situation-bound
-    memories (lessons with a known source state). `lexical` is (rid, bm25 score > 0).
-    `situational` says, for every rid in any ranking, whether it is situation-bound;
-    `similarity` holds (content cosine, state cosine) for every rid the search scored.
-    """
-
-    content: list[tuple[int, float]]
-    state: list[tuple[int, float]]
-    lexical: list[tuple[int, float]]
-    situational: dict[int, bool]
-    similarity: dict[int, tuple[float, float]] = field(default_factory=dict)
-
-
-class Slice:
-    """One tenant's rows: vectors, eligibility columns and a BM25 index, in row order."""
-
-    def __init__(self, tenant: str, dim: int, seq: int, capacity: int = 64) -> None:
-        self.tenant = tenant
-        self.dim = dim
-        self.seq = seq
-        self.n = 0
-        self.pos: dict[int, int] = {}
-        self.role_keys: dict[str, int] = {}
-        self.namespaces: dict[str, int] = {}
-        self.vocab: dict[str, int] = {}
-        """term -> term id. Postings are CSR arrays (term id -> rows, term frequencies) plus a
-        small unsorted delta for rows appended since, merged when it grows: a handful of
-        numpy arrays instead of an object per term, which the garbage collector would walk."""
-        self.indptr = np.zeros(1, dtype=np.int64)
-        self.post_rows = np.zeros(0, dtype=np.int32)
-        self.post_tf = np.zeros(0, dtype=np.float32)
-        self.delta = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
-        self.total_len = 0.0
-        self.version = 0
-        """Bumped on every change to the rows; keys the cached masks."""
-        self._masks: dict[tuple[Any, ...], BOOL] = {}
-        self._alloc(capacity)
-
-    def _alloc(self, cap: int) -> None:
-        old = self.n
-        def grow(a: Any, shape: tuple[int, ...], dtype: Any) -> Any:
-            new = np.zeros(shape, dtype=dtype)
-            if old:
-                new[:old] = a[:old]
-            return new
-        self.cap = cap
-        self.content = grow(getattr(self, "content", None), (cap, self.dim), np.float32)
-        self.state_vecs = grow(getattr(self, "state_vecs", None), (cap, self.dim), np.float32)
-        self.rids = grow(getattr(self, "rids", None), (cap,), np.int64)
-        self.state = grow(getattr(self, "state", None), (cap,), np.int8)
-        self.classification = grow(getattr(self, "classification", None), (cap,), np.int8)
-        self.role = grow(getattr(self, "role", None), (cap,), np.int32)
-        self.ns = grow(getattr(self, "ns", None), (cap,), np.int32)
-        self.valid_from = grow(getattr(self, "valid_from", None), (cap,), np.float64)
-        self.valid_until = grow(getattr(self, "valid_until", None), (cap,), np.float64)
-        self.recorded_at = grow(getattr(self, "recorded_at", None), (cap,), np.float64)
-        self.situational = grow(getattr(self, "situational", None), (cap,), np.bool_)
-        self.doc_len = grow(getattr(self, "doc_len", None), (cap,), np.float32)
-
-    @property
-    def nbytes(self) -> int:
-        arrays = (self.content, self.state_vecs, self.rids, self.state, self.classification,
-                  self.role, self.ns, self.valid_from, self.valid_until, self.recorded_at,
-                  self.situational, self.doc_len)
-        postings = (self.indptr, self.post_rows, self.post_tf, *self.delta)
-        return (int(sum(a.nbytes for a in arrays + postings)) + 80 * len(self.vocab)
-                + 80 * len(self.pos))
-
-    def _code(self, table: dict[str, int], value: str) -> int:
-        if value not in table:
-            table[value] = len(table)
-        return table[value]
-
-    def set_meta(self, i: int, row: Sequence[Any]) -> None:
-        """Columns as selected by `_META` (after rid)."""
-        ns, state, cls, role, vf, vu, rec_at, situational = row
-        self.version += 1
-        self._masks.clear()
-        self.ns[i] = self._code(self.namespaces, str(ns))
-        self.state[i] = _STATE_CODES[str(state)]
-        self.classification[i] = int(cls)
-        self.role[i] = self._code(self.role_keys, str(role))
-        self.valid_from[i] = float(vf)
-        self.valid_until[i] = float(vu)
-        self.recorded_at[i] = float(rec_at)
-        self.situational[i] = bool(situational)
-
-    def extend(self, rows: Sequence[Sequence[Any]]) -> None:
-        """Append rows as selected by `ResidentIndex._rows`: rid, the eight `_META` columns,
-        both vector blobs, the two indexed texts. Vectorised: a slice loads in one pass."""
-        k = len(rows)
-        if not k:
-            return
-        if self.n + k > self.cap:
-            self._alloc(grown(self.n + k))
-        lo, hi = self.n, self.n + k
-        self.content[lo:hi] = np.frombuffer(b"".join(r[9] for r in rows), np.float32).reshape(
-            k, self.dim)
-        self.state_vecs[lo:hi] = np.frombuffer(
-            b"".join(r[10] for r in rows), np.float32).reshape(k, self.dim)
-        self.rids[lo:hi] = [int(r[0]) for r in rows]
-        for j, r in enumerate(rows):
-            self.set_meta(lo + j, r[1:9])
-            self.pos[int(r[0])] = lo + j
-        docs = [tokens(f"{r[11]} {r[12] or ''}") for r in rows]
-        lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=k)
-        self.doc_len[lo:hi] = lens
-        self.total_len += float(lens.sum())
-        self.n = hi
-        vocab = self.vocab
-        term_ids = np.fromiter(
-            (vocab.setdefault(w, len(vocab)) for d in docs for w in d), dtype=np.int64,
-            count=int(lens.sum()),
-        )
-        if not len(term_ids):
-            return
-        row_ids = np.repeat(np.arange(lo, hi, dtype=np.int64), lens)
-        pairs, tf = np.unique(term_ids * hi + row_ids, return_counts=True)
-        d_terms, d_rows, d_tf = self.delta
-        self.delta = (np.concatenate([d_terms, pairs // hi]),
-                      np.concatenate([d_rows, (pairs % hi).astype(np.int32)]),
-                      np.concatenate([d_tf, tf.astype(np.float32)]))
-        if len(self.delta[0]) > max(DELTA_MIN, DELTA_FRACTION * len(self.post_rows)):
-            self._merge()
-
-    def _merge(self) -> None:
-        """Fold the delta into the CSR arrays (each term's rows stay in row order)."""
-        counts = np.diff(self.indptr)
-        terms = np.concatenate([np.repeat(np.arange(len(counts)), counts), self.delta[0]])
-        rows = np.concatenate([self.post_rows, self.delta[1]])
-        tf = np.concatenate([self.post_tf, self.delta[2]])
-        order = np.lexsort((rows, terms))
-        self.post_rows, self.post_tf = rows[order], tf[order]
-        self.indptr = np.zeros(len(self.vocab) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(terms, minlength=len(self.vocab)), out=self.indptr[1:])
-        self.delta = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
-
-    def postings(self, term: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        """The rows holding `term` and its frequency in each (empty when none)."""
-        t = self.vocab.get(term)
-        rows, tf = self.post_rows[:0], self.post_tf[:0]
-        if t is None:
-            return rows, tf
-        if t + 1 < len(self.indptr):
-            lo, hi = int(self.indptr[t]), int(self.indptr[t + 1])
-            rows, tf = self.post_rows[lo:hi], self.post_tf[lo:hi]
-        if len(self.delta[0]):
-            hit = self.delta[0] == t
-            if hit.any():
-                rows = np.concatenate([rows, self.delta[1][hit]])
-                tf = np.concatenate([tf, self.delta[2][hit]])
-        return rows, tf
-
-    # -- searching ----------------------------------------------------------------------------
-
-    def mask(self, elig: Eligibility, role_keys: Sequence[str]) -> BOOL:
-        """The rows `elig` may read: the numpy mirror of `Eligibility.where` (same columns,
-        same comparisons); `role_keys` are the stored role sets the principal holds.
-
-        The time-independent part (clearance, roles, states, namespaces, `known_at`) is kept
-        per slice version; only the validity window is compared on every call.
-        """
-        n = self.n
-        key = (self.version, int(elig.principal.clearance), tuple(role_keys), elig.states,
-               elig.namespaces, elig.known_at)
-        m = self._masks.get(key)
-        if m is None:
-            m = self.classification[:n] <= int(elig.principal.clearance)
-            m &= _member(self.role[:n], [self.role_keys[k] for k in role_keys
-                                         if k in self.role_keys], len(self.role_keys))
-            m &= _member(self.state[:n], [_STATE_CODES[s.value] for s in elig.states],
-                         len(_STATE_CODES))
-            if elig.namespaces is not None:
-                m &= _member(self.ns[:n], [self.namespaces[x] for x in elig.namespaces
-                                           if x in self.namespaces], len(self.namespaces))
-            if elig.known_at is not None:
-                m &= self.recorded_at[:n] <= elig.known_at
-            if len(self._masks) >= MASKS_PER_SLICE:
-                self._masks.pop(next(iter(self._masks)))
-            self._masks[key] = m
-        if elig.as_of is None:
-            return m.copy()
-        out: BOOL = (self.valid_from[:n] <= elig.as_of) & (self.valid_until[:n] > elig.as_of)
-        out &= m
-        return out
-
-    def matrix(self, field: str) -> F32:
-        """The rows' vectors of one field (`content` or `state`), contiguous."""
-        m: F32 = (self.content if field == "content" else self.state_vecs)[: self.n]
-        return m
-
-    def similarities(self, field: str, query: F32) -> npt.NDArray[np.float32]:
-        """Cosine of every row's vector of `field` to `query` (vectors are unit length)."""
-        sims: npt.NDArray[np.float32] = self.matrix(field) @ query
-        return sims
-
-    def bm25(self, terms: Sequence[str]) -> npt.NDArray[np.float32]:
-        """BM25 of every row for the query terms (0 where none occurs)."""
-        scores = np.zeros(self.n, dtype=np.float32)
-        if not self.n:
-            return scores
-        for t in dict.fromkeys(terms):
-            rows, tf = self.postings(t)
-            if len(rows):
-                scores[rows] += bm25_term(self.n, self.total_len, len(rows), tf,
-                                          self.doc_len[rows])
-        return scores
-
-    # -- the searches the store delegates (rows `elig` may read, per `mask`) ------------------
-
-    def search(
-        self, query: F32, terms: Sequence[str], k: int, elig: Eligibility,
-        role_keys: Sequence[str],
-    ) -> Rankings:
-        """Dense top k on both vectors and BM25 top k."""
-        rows = np.flatnonzero(self.mask(elig, role_keys))
-        if not len(rows) or k <= 0:
-            return Rankings([], [], [], {})
-        q = np.asarray(query, dtype=np.float32)
-        c_sims, s_sims = self.similarities("content", q), self.similarities("state", q)
-        content = top(c_sims, rows, k)
-        state = top(s_sims, rows[self.situational[rows]], k)
-        lexical, bm = self._lexical(rows, terms, k)
-        used = np.unique(np.concatenate([content, state, lexical]))
-        rid = self.rids
-        return Rankings(
-            content=[(int(rid[i]), float(c_sims[i])) for i in content],
-            state=[(int(rid[i]), float(s_sims[i])) for i in state],
-            lexical=[(int(rid[i]), float(bm[i])) for i in lexical],
-            situational={int(rid[i]): bool(self.situational[i]) for i in used},
-            similarity={int(rid[i]): (float(c_sims[i]), float(s_sims[i])) for i in used},
-        )
-
-    def dense(
-        self, field: str, query: F32, k: int, elig: Eligibility, role_keys: Sequence[str]
-    ) -> list[tuple[int, float]]:
-        """Exact top k on one vector field (`content` or `state`): (rid, cosine)."""
-        rows = np.flatnonzero(self.mask(elig, role_keys))
-        if not len(rows) or k <= 0:
-            return []
-        sims = self.similarities(field, np.asarray(query, dtype=np.float32))
-        return [(int(self.rids[i]), float(sims[i])) for i in top(sims, rows, k)]
-
-    def lexical(
-        self, terms: Sequence[str], k: int, elig: Eligibility, role_keys: Sequence[str]
-    ) -> list[tuple[int, float]]:
-        """BM25 top k: (rid, score > 0), best first."""
-        rows = np.flatnonzero(self.mask(elig, role_keys))
-        if k <= 0:
-            return []
-        hits, bm = self._lexical(rows, terms, k)
-        return [(int(self.rids[i]), float(bm[i])) for i in hits]
-
-    def _lexical(
-        self, rows: npt.NDArray[np.intp], terms: Sequence[str], k: int
-    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
-        """Of `rows`, the k best with a BM25 score above zero, and the scores of every row."""
-        bm = self.bm25(terms) if terms and len(rows) else np.zeros(self.n, dtype=np.float32)
-        return top(bm, rows[bm[rows] > 0], k), bm
-
-    def vectors(self, field: str, rids: Sequence[int]) -> dict[int, F32]:
-        """Copies of the stored vectors of `field` for the rids this slice holds."""
-        m = self.content if field == "content" else self.state_vecs
-        out: dict[int, F32] = {}
-        for r in rids:
-            i = self.pos.get(int(r))
-            if i is not None and i < self.n:
-                out[int(r)] = m[i].copy()
-        return out
-
-
-def top(scores: npt.NDArray[Any], rows: npt.NDArray[np.intp], k: int) -> npt.NDArray[np.intp]:
-    """Of `rows`, the k with the highest score, best first; ties by row order (rows tied at
-    the k-th score are all considered, so the choice among them is deterministic)."""
-    if len(rows) > k:
-        kth = scores[rows[np.argpartition(-scores[rows], k - 1)[:k]]].min()
-        rows = rows[scores[rows] >= kth]
-    order = np.lexsort((rows, -scores[rows]))[:k]
-    out: npt.NDArray[np.intp] = rows[order]
-    return out
-
 
 _META = (
     "m.rid, m.namespace, m.state, m.classification, m.role_key, m.valid_from, m.valid_until, "
@@ -406,8 +67,15 @@ class ResidentIndex:
     """Per-tenant slices, loaded at a tenant's second search, patched from the ledger, evicted
     least recently used first (an evicted tenant waits longer for its next load)."""
 
-    def __init__(self, db: apsw.Connection, budget_mb: float = DEFAULT_BUDGET_MB) -> None:
+    def __init__(
+        self, db: apsw.Connection, budget_mb: float = DEFAULT_BUDGET_MB,
+        ann: AnnConfig | None = None,
+    ) -> None:
         self.db = db
+        self.ann = ann if ann is not None else AnnConfig(rows=0)
+        self.files = GraphFiles(self.ann.directory) if self.ann.directory else None
+        self.graph_builds = 0
+        self.graph_loads = 0
         self.budget = int(budget_mb * 1e6)
         self.slices: OrderedDict[str, Slice] = OrderedDict()
         self.too_big: dict[str, int] = {}
@@ -488,13 +156,38 @@ class ResidentIndex:
         n = int(count[0])
         if tenant in self.too_big and n >= self.too_big[tenant]:
             return None  # did not fit with as many rows: do not re-read it on every search
-        if grown(n) * (2 * dim * 4 + ROW_OVERHEAD) > self.budget:
+        graphs = 2 * (dim + GRAPH_ROW_BYTES) if self.ann.enabled and n >= self.ann.rows else 0
+        if grown(n) * (2 * dim * 4 + ROW_OVERHEAD + graphs) > self.budget:
             self.too_big[tenant] = n
             return None
         s = Slice(tenant, dim, seq, capacity=grown(n))
         s.extend(self._rows("m.tenant = ? AND m.state != 'ERASED'", (tenant,)))
         self.loads += 1
+        self._graphs(s)
         return s
+
+    def _graphs(self, s: Slice) -> None:
+        """Give a large slice its approximate indexes, or bring them up to its rows: the saved
+        ones when they match (the rows appended since are added), else built."""
+        cfg = self.ann
+        if not cfg.enabled or s.n < cfg.rows:
+            return
+        s.ann = cfg
+        rids = s.rids[: s.n]
+        for name in ("content", "state"):
+            g = s.graphs.get(name)
+            vecs = s.matrix(name)
+            if g is None and self.files is not None:
+                g = self.files.load(s.tenant, name, self.generation, rids, vecs)
+                self.graph_loads += g is not None
+            if g is None:
+                g = Graph.build(name, vecs)
+                self.graph_builds += 1
+            elif g.n < s.n:
+                g.add(vecs[g.n:])
+            s.graphs[name] = g
+            if self.files is not None and s.n - g.saved > SAVE_TAIL * max(g.saved, 1):
+                self.files.save(s.tenant, g, self.generation, rids, vecs)
 
     def _patch(self, s: Slice, seq: int) -> Slice | None:
         changed: list[Any] = self.db.execute(
@@ -524,14 +217,17 @@ class ResidentIndex:
         if new:
             marks = ",".join("?" * len(new))
             s.extend(self._rows(f"m.rid IN ({marks}) AND m.state != 'ERASED'", new))
+            self._graphs(s)
         s.seq = seq
         self.patches += 1
         return s
 
     def forget(self, tenant: str) -> None:
         """Drop a tenant's slice (after an erasure in this process: it reloads when next used,
-        without the erased row)."""
+        without the erased row); its saved approximate indexes are deleted."""
         self.slices.pop(tenant, None)
+        if self.files is not None:
+            self.files.discard(tenant)
 
     def _evict(self, keep: str) -> None:
         mine = self.slices[keep].nbytes if keep in self.slices else 0
@@ -583,6 +279,9 @@ class ResidentIndex:
                                 "valid_until", "recorded_at", "situational")
                 )
             bad += max(0, len(s.pos) - len(rows))
+            bad += sum(g.n != s.n for g in s.graphs.values())
+            if s.n >= self.ann.rows and self.ann.enabled and len(s.graphs) != 2:
+                bad += 1  # a large slice without its graphs
         return bad
 
     def describe(self) -> dict[str, Any]:
@@ -597,5 +296,15 @@ class ResidentIndex:
             "patches": self.patches,
             "evictions": self.evictions,
             "over_budget_tenants": len(self.too_big),
+            "ann": {
+                "available": ann_available(),
+                "rows": self.ann.rows,
+                "tenants": sum(bool(s.graphs) for s in self.slices.values()),
+                "graph_mb": round(sum(g.nbytes for s in self.slices.values()
+                                      for g in s.graphs.values()) / 1e6, 1),
+                "builds": self.graph_builds,
+                "loaded": self.graph_loads,
+                "directory": str(self.ann.directory) if self.ann.directory else None,
+            },
         }
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import apsw
 import msgspec
+import numpy as np
 from pydantic import BaseModel
 
 from situated.embed.base import Vector
@@ -37,7 +38,11 @@ from situated.models import (
     Validity,
     utcnow,
 )
+from situated.store import attributes, recall_reads
 from situated.store import lexical as lexicon
+from situated.store.ann import DEFAULT_ROWS as DEFAULT_ANN_ROWS
+from situated.store.ann import EXACT_BELOW, AnnConfig
+from situated.store.bulk import NewRow, insert_rows
 from situated.store.failures import Cursor as _Cursor
 from situated.store.failures import begin_immediate
 from situated.store.failures import stored as _stored
@@ -61,6 +66,7 @@ from situated.store.resident import (
     ResidentIndex,
     Slice,
     tokens,
+    top,
 )
 from situated.store.scope import (
     ALL_STATES,
@@ -73,7 +79,7 @@ from situated.store.scope import (
     principal_key,
     recall_where,
 )
-from situated.store.values import RebuildReport, StoredRecall
+from situated.store.values import RebuildReport, RecallRow, StoredRecall
 from situated.store.vectors import SqliteVecIndex, VectorMeta, load_extension
 
 BUSY_TIMEOUT_MS = 10_000
@@ -90,8 +96,12 @@ _SELECT = ", ".join(f"m.{c}" for c in _COLUMNS)
 class Store:
     """The SQLite store. Not part of the public API; `Memory` is."""
 
-    def __init__(self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB) -> None:
+    def __init__(
+        self, path: str | Path, resident_mb: float = DEFAULT_BUDGET_MB,
+        ann_rows: int = DEFAULT_ANN_ROWS,
+    ) -> None:
         self.path = str(path)
+        self._bound: tuple[str, int] | None = None
         self._writing = False
         self._fts_reset_due = False
         try:
@@ -125,7 +135,11 @@ class Store:
             raise
         self._data_version: object = None
         self._role_key_cache: dict[str, list[str]] = {}
-        self.resident = ResidentIndex(self.db, resident_mb)
+        self.resident = ResidentIndex(
+            self.db, resident_mb,
+            AnnConfig(rows=ann_rows, exact_below=min(EXACT_BELOW, ann_rows),
+                      directory=Path(f"{self.path}-ann")),
+        )
         self.keys = Keys(self)
 
     def close(self) -> None:
@@ -255,6 +269,8 @@ class Store:
 
     def bind_embedder(self, model_ref: str, dim: int) -> None:
         """Record the store's embedding model on first use; refuse any other afterwards."""
+        if self._bound == (model_ref, dim):
+            return  # a binding never changes once made
         row = self._one("SELECT value FROM meta WHERE key = 'embedder'")
         if row is None:
             try:
@@ -276,6 +292,8 @@ class Store:
             raise EmbedderMismatch(
                 f"this store holds vectors of {row[0]}; refusing to mix in {model_ref}"
             )
+        if self.vectors.dim == dim:
+            self._bound = (model_ref, dim)
 
     def embedder_ref(self) -> str | None:
         return self.meta("embedder").get("embedder")
@@ -331,6 +349,16 @@ class Store:
             {"kind": rec.kind.value, "namespace": sc.namespace} | (extra or {}),
         )
         return rid
+
+    def insert_many(self, rows: Sequence[NewRow]) -> list[int]:
+        """`insert` and the events of each row, set-based (`store.bulk`); call inside
+        `transaction()`. Every writer must be allowed to write its row's scope."""
+        for r in rows:
+            check_write(r.writer, r.record.scope)
+        rids = insert_rows(self.db, rows)
+        for tenant in {r.record.scope.tenant for r in rows}:
+            self._role_key_cache.pop(tenant, None)
+        return rids
 
     def append_event(
         self,
@@ -574,6 +602,29 @@ class Store:
         )
         return {int(r[0]): (_record(r[:-1]), r[-1]) for r in rows}
 
+    def recall_rows(
+        self, rids: Sequence[int], elig: Eligibility, version: int
+    ) -> dict[int, RecallRow]:
+        """`with_analyses` with both stored vectors of each row, in one gated read: what the
+        recall's later stages need of its candidates, without reading them again."""
+        if not rids:
+            return {}
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT {_SELECT}, CASE WHEN m.analysis_version = ? THEN m.analysis END, "
+            f"v.content, v.state FROM memories m LEFT JOIN vectors v ON v.rid = m.rid "
+            f"WHERE m.rid IN ({','.join('?' * len(rids))}) AND {where}",
+            (version, *rids, *params),
+        )
+        return {
+            int(r[0]): RecallRow(
+                _record(r[:-3]), r[-3],
+                None if r[-2] is None else np.frombuffer(r[-2], dtype=np.float32),
+                None if r[-1] is None else np.frombuffer(r[-1], dtype=np.float32),
+            )
+            for r in rows
+        }
+
     def set_analysis(self, rid: int, version: int, analysis: bytes | None) -> None:
         """Store a memory's analysis (derived data: no ledger event; call in a transaction).
         None records that it has none of `version`. An erased row is left alone: the analysis
@@ -634,6 +685,14 @@ class Store:
                 f"SELECT m.state, COUNT(*) FROM memories m WHERE {where} GROUP BY m.state", params
             )
         }
+
+    def utilities(self, elig: Eligibility, limit: int) -> list[float]:
+        """The measured utility (`Counters.utility`) of up to `limit` eligible memories."""
+        where, params = self._where(elig)
+        return [float(r[0]) for r in self._all(
+            f"SELECT (m.successes + 1.0) / (m.uses + 2.0) FROM memories m WHERE {where} "
+            "ORDER BY m.rid LIMIT ?", (*params, int(limit)),
+        )]
 
     def history(
         self, memory_id: str, elig: Eligibility, known_at: float | None = None
@@ -848,6 +907,53 @@ class Store:
         )
         return None if row is None else _record(row)
 
+    def fingerprints_among(self, fingerprints: Sequence[str], elig: Eligibility) -> set[str]:
+        """Which of these exact-duplicate keys `elig` reaches (`by_fingerprint` is not None)."""
+        if not fingerprints:
+            return set()
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT DISTINCT m.fingerprint FROM memories m WHERE m.fingerprint IN "
+            f"({','.join('?' * len(fingerprints))}) AND {where}",
+            (*fingerprints, *params),
+        )
+        return {str(r[0]) for r in rows}
+
+    def fact_keys_among(
+        self, keys: Sequence[tuple[str, str]], elig: Eligibility
+    ) -> set[tuple[str, str]]:
+        """Which of these (entity, attribute) keys `elig` reaches (`same_key` is not empty)."""
+        if not keys:
+            return set()
+        where, params = self._where(elig)
+        entities = sorted({e for e, _ in keys})
+        rows = self._all(
+            f"SELECT DISTINCT m.entity, m.attribute FROM memories m WHERE m.entity IN "
+            f"({','.join('?' * len(entities))}) AND {where}",
+            (*entities, *params),
+        )
+        return {(str(e), str(a)) for e, a in rows} & set(keys)
+
+    def dense_many(
+        self, field: str, queries: Vector, k: int, elig: Eligibility
+    ) -> list[list[tuple[int, float]]]:
+        """`dense` for each row of `queries`, in one read snapshot (one matrix product over
+        the resident slice when there is one)."""
+        with self.snapshot():
+            s = self._slice(elig)
+            if s is None:
+                return [self.dense(field, q, k, elig) for q in queries]
+            rows = np.flatnonzero(s.mask(elig, self._allowed_keys(elig)))
+            if not len(rows) or k <= 0:
+                return [[] for _ in queries]
+            sims = s.matrix(field)[rows] @ np.asarray(queries, dtype=np.float32).T
+            full = np.zeros(s.n, dtype=np.float32)
+            out = []
+            for j in range(sims.shape[1]):
+                full[rows] = sims[:, j]
+                out.append([(int(s.rids[i]), float(full[i])) for i in top(full, rows, k)])
+            return out
+
     def same_key(self, entity: str, attribute: str, elig: Eligibility) -> list[MemoryRecord]:
         """Facts `elig` reaches with this (entity, attribute), oldest first."""
         where, params = self._where(elig)
@@ -855,6 +961,42 @@ class Store:
             f"SELECT {_SELECT} FROM memories m WHERE m.entity = ? AND m.attribute = ? "
             f"AND {where} ORDER BY m.rid",
             (entity, attribute, *params),
+        )
+        return [_record(r) for r in rows]
+
+    def attribute_counts(self, key: attributes.Key) -> tuple[int, int]:
+        """(single-valued evidence, counter-evidence) of one attribute in one scope."""
+        return attributes.counts(self, key)
+
+    def save_attribute_counts(self, key: attributes.Key, single: int, multi: int) -> None:
+        """Store one scope's counts of an attribute (inside the caller's transaction)."""
+        attributes.save(self, key, single, multi)
+
+    def visible_attributes(self, principal: Principal) -> list[tuple[str, str, int, int, int]]:
+        """(attribute, role key, classification, single, multi) of the scopes `principal`
+        may read, by attribute."""
+        return attributes.visible(self, principal)
+
+    def recall_records(
+        self, reader: Principal, limit: int, offset: int = 0,
+        recall_id: str | None = None, mentioning: str | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """(id, at, actor, namespace, mode, served, payload) of the recalls the reader may
+        see, newest first (`store.recall_reads` cuts what they say about memories)."""
+        return recall_reads.sqlite_records(self, reader, limit, offset, recall_id, mentioning)
+
+    def recall_briefings(
+        self, reader: Principal, limit: int
+    ) -> list[tuple[float, str | None, str | None]]:
+        """(time, served items JSON, rejections JSON) of the recalls the reader may see."""
+        return recall_reads.sqlite_briefings(self, reader, limit)
+
+    def same_attribute(self, attribute: str, elig: Eligibility) -> list[MemoryRecord]:
+        """Memories `elig` reaches with this attribute (any entity), oldest first."""
+        where, params = self._where(elig)
+        rows = self._all(
+            f"SELECT {_SELECT} FROM memories m WHERE m.attribute = ? AND {where} ORDER BY m.rid",
+            (attribute, *params),
         )
         return [_record(r) for r in rows]
 
@@ -1007,6 +1149,27 @@ class Store:
                 f"SELECT r.payload, f.success, f.used FROM {RECALLS}.recalls r JOIN feedback f "
                 "ON f.recall_id = r.id WHERE r.tenant = ? ORDER BY r.at",
                 (tenant,),
+            )
+        ]
+
+    def labelled_recalls_of(
+        self, reader: Principal, namespace: str | None = None, inferred: bool = False
+    ) -> list[tuple[str, dict[str, Any], bool, tuple[str, ...]]]:
+        """(recall id, payload, success, used) of the recalls with feedback the reader may
+        see (`scope.recall_where`: its tenant, principals it dominates), oldest first;
+        inferred outcomes only when asked."""
+        where, params = self._recall_where(reader, "r")
+        extra, more = "", []
+        if namespace is not None:
+            extra, more = " AND r.namespace = ?", [namespace]
+        if not inferred:
+            extra += " AND f.inferred = 0"
+        return [
+            (str(i), json.loads(p), bool(s), tuple(json.loads(u)))
+            for i, p, s, u in self._all(
+                f"SELECT r.id, r.payload, f.success, f.used FROM {RECALLS}.recalls r "
+                f"JOIN feedback f ON f.recall_id = r.id WHERE {where}{extra} ORDER BY r.at",
+                (*params, *more),
             )
         ]
 

@@ -1,4 +1,5 @@
-"""Values every store backend returns: a persisted recall record and a ledger-replay report.
+"""Values every store backend returns: a persisted recall record, a recall candidate's row and a
+ledger-replay report.
 
 Backend-neutral (no database import), so `store.contract`, `store.sqlite` and `store.pg` share
 them without one backend importing another.
@@ -8,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from situated.embed.base import Vector
+from situated.models import MemoryRecord
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,17 @@ class StoredRecall:
     mode: str
     served: tuple[str, ...]
     payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RecallRow:
+    """A recall candidate's row: the record, its stored analysis (None unless current) and
+    its two vectors (None when the row has none)."""
+
+    record: MemoryRecord
+    analysis: bytes | None
+    content: Vector | None
+    state: Vector | None
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,10 @@ show the same format.
 
 Distillers turn a trajectory into `LessonDraft`s; `Memory.learn` sends each through the same
 gates and promotion as `add`. The `rules` distiller (`RulesDistiller`, the only one shipped)
-needs no model; any object with `name`, `version` and `distill(trajectory)` (the `Distiller`
-protocol), for instance one that asks a model, can be passed to `Memory.learn(distiller=...)`.
+needs no model; the `llm` distiller (`situated.write.llm_distill`) asks a chat model for the
+same drafts. Any object with `name`, `version` and `distill(trajectory)` (the `Distiller`
+protocol) can be passed to `Memory.learn(distiller=...)`, or registered by name
+(`situated.write.distillers`).
 """
 
 from __future__ import annotations
@@ -99,6 +101,11 @@ class LessonDraft:
     conditions: tuple[str, ...] = ()
     failure_lesson: bool = False
     evidence: tuple[str, ...] = field(default_factory=tuple)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    """Who wrote the draft (a model's prompt template, model name, prompt hash), recorded with
+    the proposal."""
+    model_written: bool = False
+    """Written by a model: its authority is never above `inferred`."""
 
 
 class Distiller(Protocol):

@@ -148,23 +148,95 @@ def _secret_plugins() -> list[Any]:
         ]
 
 
+@lru_cache(maxsize=1)
+def _secret_screen() -> tuple[tuple[re.Pattern[str] | None, tuple[Any, ...]], ...]:
+    """The detect-secrets plugins in groups, each with a pattern that a line must match for
+    any plugin of the group to find a value in it (None: always run).
+
+    A `RegexBasedDetector` finds a value only where one of its `denylist` patterns matches:
+    those plugins share one alternation of all their patterns. Every pattern the
+    `KeywordDetector` applies to a `.txt` line contains its keyword list (`password`,
+    `secret`, `api_?key`, ...): it runs only on a line holding one of the keywords. A line
+    that matches neither gives those plugins nothing to find, so skipping them changes no
+    result (`tests/test_write_fast.py` checks it against running every plugin)."""
+    from detect_secrets.plugins import keyword
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.util.filetype import determine_file_type
+
+    gated: list[Any] = []
+    rest: list[Any] = []
+    parts: list[str] = []
+    groups: list[tuple[re.Pattern[str] | None, tuple[Any, ...]]] = []
+    keyword_patterns = keyword.REGEX_BY_FILETYPE.get(
+        determine_file_type("memory.txt"), keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
+    )
+    for plugin in _secret_plugins():
+        patterns = getattr(plugin, "denylist", None)
+        if (
+            isinstance(plugin, RegexBasedDetector) and patterns
+            and not any(re.search(r"\\\d|\(\?P=", p.pattern) for p in patterns)
+        ):
+            gated.append(plugin)
+            parts.extend(_scoped(p) for p in patterns)
+        elif isinstance(plugin, keyword.KeywordDetector) and all(
+            keyword.DENYLIST_REGEX in p.pattern for p in keyword_patterns
+        ):  # a case-insensitive search for the keywords: a superset of every pattern's
+            groups.append((re.compile("|".join(keyword.DENYLIST), re.IGNORECASE), (plugin,)))
+        else:
+            rest.append(plugin)
+    try:
+        groups.append((re.compile("|".join(parts)) if parts else None, tuple(gated)))
+    except re.error:
+        groups.append((None, tuple(gated)))
+    groups.append((None, tuple(rest)))
+    return tuple(groups)
+
+
+_FLAG_LETTERS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
+
+
+def _scoped(p: re.Pattern[str]) -> str:
+    """`p` as a group carrying its own flags, to join into one alternation."""
+    letters = "".join(c for flag, c in _FLAG_LETTERS if p.flags & flag)
+    return f"(?{letters}:{p.pattern})" if letters else f"(?:{p.pattern})"
+
+
+def _plugin_values(text: str) -> list[tuple[str, str]]:
+    """(value, type) of every detect-secrets finding in `text`, line by line."""
+    found = []
+    for line in text.splitlines() or [text]:
+        for gate, plugins in _secret_screen():
+            if gate is not None and not gate.search(line):
+                continue
+            for plugin in plugins:
+                for secret in plugin.analyze_line(
+                    filename="memory.txt", line=line, line_number=1
+                ):
+                    found.append((secret.secret_value or "", secret.type))
+    return found
+
+
 def find_sensitive(text: str) -> list[tuple[int, int, str]]:
     """Spans (start, end, kind) of secrets and PII in `text`."""
+    return list(_find_sensitive(text))
+
+
+@lru_cache(maxsize=16_384)
+def _find_sensitive(text: str) -> tuple[tuple[int, int, str], ...]:
+    """`find_sensitive`, remembered for the texts seen last: a pure function of the text,
+    and the short ones (fact values, actions) recur from one memory to the next."""
     spans: list[tuple[int, int, str]] = []
-    for plugin in _secret_plugins():
-        for line in text.splitlines() or [text]:
-            for secret in plugin.analyze_line(filename="memory.txt", line=line, line_number=1):
-                value = secret.secret_value or ""
-                if len(value) < 4:
-                    continue
-                for m in re.finditer(re.escape(value), text):
-                    # widen to the whole whitespace-delimited token
-                    s, e = m.start(), m.end()
-                    while s > 0 and not text[s - 1].isspace() and text[s - 1] not in "\"'=:":
-                        s -= 1
-                    while e < len(text) and not text[e].isspace() and text[e] not in "\"',;":
-                        e += 1
-                    spans.append((s, e, secret.type))
+    for value, kind in _plugin_values(text):
+        if len(value) < 4:
+            continue
+        for m in re.finditer(re.escape(value), text):
+            # widen to the whole whitespace-delimited token
+            s, e = m.start(), m.end()
+            while s > 0 and not text[s - 1].isspace() and text[s - 1] not in "\"'=:":
+                s -= 1
+            while e < len(text) and not text[e].isspace() and text[e] not in "\"',;":
+                e += 1
+            spans.append((s, e, kind))
     for rx in _EXTRA_SECRETS:
         for m in rx.finditer(text):
             if m.lastindex and m.lastindex >= 3:
@@ -179,7 +251,7 @@ def find_sensitive(text: str) -> list[tuple[int, int, str]]:
         if 13 <= len(digits) <= 19 and _luhn(digits):
             spans.append((m.start(), m.end(), "card"))
     spans.extend(_phones(text))
-    return _merge(spans)
+    return tuple(_merge(spans))
 
 
 def _looks_secret(separator: str, value: str) -> bool:
@@ -215,6 +287,8 @@ def _phones(text: str) -> list[tuple[int, int, str]]:
     """Phone numbers with context: 7+ digits, and a phone-like format (`+`, `(`, digit
     groups) or a cue word just before (`phone`, `call`, `tel` ...). A bare run of digits
     (an order or case number, a year, a decimal) is not redacted."""
+    if sum(map(str.isdigit, text)) < MIN_PHONE_DIGITS:
+        return []  # every match is a part of the text: none could have enough digits
     import phonenumbers
 
     out = []

@@ -548,7 +548,8 @@ def run_textworld(
         "arms": summarise(episodes, cfg.seed),
         "agent": {"name": "cook"} if llm is None else {
             "name": "llm", "model": llm.model, "requests": llm.requests,
-            "failures": llm.failures},
+            "failures": llm.failures, "seconds": round(llm.seconds, 1),
+            "tokens": dict(llm.tokens)},
         "compiled_recall": {"modes": dict(compiled.modes),
                             "rejections": dict(compiled.rejections.most_common())},
         "episodes": [e.row() for e in episodes],

@@ -2,8 +2,10 @@
 
 At every step it sends the model the task, the game's latest text, the notes the arm put in
 its context (the rendered briefing, or raw replay's pasted episode, or nothing) and the
-admissible commands, and asks for one command as JSON (`{"command": "..."}`). An answer that
-is not one of the admissible commands, or a failed request, makes it `look` instead (counted in
+admissible commands, and asks for one command as JSON (`{"command": "..."}`), constrained to
+the admissible commands by a `json_schema` response format with an `enum` (a server with
+grammar-constrained decoding, as llama.cpp's, cannot answer anything else). An answer that is
+not one of the admissible commands, or a failed request, makes it `look` instead (counted in
 `failures`), so a run always finishes. It has the same methods as `twagent.CookAgent`, so
 `textworld.run_episode` drives either.
 """
@@ -11,11 +13,14 @@ is not one of the admissible commands, or a failed request, makes it `look` inst
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from situated.endpoint import Endpoint, endpoint_url
 from situated.errors import InvalidInput, ModelError
+from situated.eval.agents import choice_format
 from situated.eval.envs.swagent import Advice
 from situated.eval.envs.swparse import normalise_action
 from situated.recall.reconstruct.llm import message_content, unfence
@@ -37,6 +42,8 @@ class LLMClient:
     timeout: float = 30.0
     failures: int = 0
     requests: int = 0
+    seconds: float = 0.0
+    tokens: dict[str, int] = field(default_factory=dict)
     _endpoint: Endpoint | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -45,16 +52,29 @@ class LLMClient:
         self._endpoint = Endpoint(endpoint_url(self.base_url, "chat/completions"),
                                   self.api_key, self.timeout)
 
-    def ask(self, prompt: str) -> str:
+    def ask(self, prompt: str, admissible: Sequence[str] = ()) -> str:
+        """One chat completion; with `admissible`, the answer is constrained to one of them."""
         assert self._endpoint is not None
         self.requests += 1
         body: dict[str, Any] = {
             "model": self.model, "temperature": 0,
             "messages": [{"role": "system", "content": SYSTEM},
                          {"role": "user", "content": prompt}],
-            "response_format": {"type": "json_object"},
+            "response_format": choice_format("command", admissible) if admissible
+            else {"type": "json_object"},
         }
-        return message_content(self._endpoint.post(body), self._endpoint.url)
+        started = time.perf_counter()
+        try:
+            payload = self._endpoint.post(body)
+        finally:
+            self.seconds += time.perf_counter() - started
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            for key in ("prompt_tokens", "completion_tokens"):
+                value = usage.get(key)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    self.tokens[key] = self.tokens.get(key, 0) + value
+        return message_content(payload, self._endpoint.url)
 
     def close(self) -> None:
         if self._endpoint is not None:
@@ -111,7 +131,8 @@ class LLMCookAgent:
     def next_action(self, room: str, admissible: list[str],
                     inventory: tuple[str, ...]) -> tuple[str, str | None]:
         try:
-            command = parse_command(self.client.ask(self.prompt(admissible)), admissible)
+            command = parse_command(self.client.ask(self.prompt(admissible), admissible),
+                                    admissible)
         except ModelError:
             self.client.failures += 1
             return "look", None

@@ -12,7 +12,9 @@ forge the closing tag), and the system prompt tells the model to judge that data
 follow it. Guidance the model writes is re-checked by the validation stage like any other.
 
 Every failure raises `ModelError` (timeout, connection error, HTTP error, malformed JSON, a
-refusal, output that violates the schema or its cross-field rules); the pipeline then records
+refusal, output that violates the schema or its cross-field rules, guidance that shares no word
+or number with the lesson or the present state: a small model's schema-valid filler such as
+"A", measured on SmolLM2-135M in docs/real-model.md); the pipeline then records
 the failure (shown by `Memory.health()`) and falls back to `rules`. A made-up verdict is never
 returned. Nothing touches the network at import or construction.
 """
@@ -31,6 +33,7 @@ from situated.endpoint import Endpoint, endpoint_url
 from situated.errors import InvalidInput, ModelError
 from situated.models import MAX_CONTENT_CHARS
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
+from situated.recall.reading import numbers_in, stems
 from situated.recall.reconstruct.base import (
     ReconstructionInput,
     Reconstructor,
@@ -173,6 +176,9 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     return out
 
 
+Answer = _Answer
+"""The answer's model, public for what writes answers (`situated.learning.training`)."""
+
 RESPONSE_SCHEMA: dict[str, Any] = strict_schema(_Answer)
 """The JSON schema the model's answer must follow, generated from `_Answer`."""
 
@@ -247,6 +253,13 @@ class LLMReconstructor(Reconstructor):
         payload = self._post(body)
         elapsed_ms = (time.perf_counter() - started) * 1000
         answer = self._answer(payload)
+        if answer.verdict in (Verdict.APPLICABLE, Verdict.PARTIAL) and not grounded(
+            answer.guidance, item
+        ):
+            raise ModelError(
+                f"{self.model_ref} answered guidance that shares no word or number with the "
+                f"lesson or the present state: {answer.guidance[:80]!r}"
+            )
         extra: dict[str, Any] = {
             "prompt_version": PROMPT_VERSION,
             "model": self.model_ref,
@@ -364,6 +377,17 @@ def render_user_message(item: ReconstructionInput) -> str:
     doc = json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False)
     tag = hashlib.sha256(doc.encode("utf-8")).hexdigest()[:16]
     return USER_TEMPLATE.format(memory_id=rec.id, tag=tag, data=doc)
+
+
+def grounded(guidance: str, item: ReconstructionInput) -> bool:
+    """Whether `guidance` shares a word (by stem) or a number with the lesson, the present
+    state's text or its facts: guidance about neither is not an adaptation of the lesson."""
+    now = item.present
+    basis = " ".join([item.record.content, now.text, *now.facts,
+                      *(str(v) for v in now.facts.values())])
+    if stems(guidance) & stems(basis):
+        return True
+    return bool(set(numbers_in(guidance)) & set(numbers_in(basis)))
 
 
 def message_content(payload: dict[str, Any], url: str) -> str:

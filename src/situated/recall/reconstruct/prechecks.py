@@ -149,6 +149,12 @@ _CACHE: OrderedDict[
 _CACHE_SIZE = 4096
 
 
+def clear_caches() -> None:
+    """Forget evaluated conditions and present-fact keys (erasure: no erased text stays)."""
+    _CACHE.clear()
+    _NUMBERS.clear()  # present facts (numbers are never reused, so this is safe)
+
+
 def evaluated(
     conditions: tuple[str, ...],
     facts: Mapping[str, FactValue],

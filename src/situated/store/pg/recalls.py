@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from situated.errors import NotFound
 from situated.models import Principal, utcnow
@@ -84,6 +85,58 @@ class Recalls(Search):
             params,
         )
         return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def recall_records(
+        self, reader: Principal, limit: int, offset: int = 0,
+        recall_id: str | None = None, mentioning: str | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """(id, at, actor, namespace, mode, served, payload) of the recalls the reader may
+        see, newest first (`store.recall_reads` cuts what they say about memories)."""
+        where, params = self._recall_where(reader)
+        extra, more = "", []
+        if recall_id is not None:
+            extra, more = " AND id = %s", [recall_id]
+        if mentioning is not None:
+            extra, more = extra + " AND strpos(payload, %s) > 0", [*more, mentioning]
+        return self._all(
+            f"SELECT id, at, actor, namespace, mode, served, payload FROM recalls "
+            f"WHERE {where}{extra} ORDER BY at DESC, seq DESC LIMIT %s OFFSET %s",
+            (*params, *more, int(limit), int(offset)),
+        )
+
+    def recall_briefings(
+        self, reader: Principal, limit: int
+    ) -> list[tuple[float, str | None, str | None]]:
+        """(time, served items JSON, rejections JSON) of the recalls the reader may see."""
+        where, params = self._recall_where(reader)
+        rows = self._all(
+            "SELECT at, (payload::jsonb #> '{briefing,items}')::text, "
+            "(payload::jsonb #> '{briefing,rejected}')::text FROM recalls "
+            f"WHERE {where} ORDER BY at DESC, seq DESC LIMIT %s",
+            (*params, int(limit)),
+        )
+        return [(float(at), items, rejected) for at, items, rejected in rows]
+
+    def labelled_recalls_of(
+        self, reader: Principal, namespace: str | None = None, inferred: bool = False
+    ) -> list[tuple[str, dict[str, Any], bool, tuple[str, ...]]]:
+        """(recall id, payload, success, used) of the recalls with feedback the reader may
+        see (`scope.recall_where_pg`), oldest first; inferred outcomes only when asked."""
+        where, params = self._recall_where(reader, "r")
+        extra, more = "", []
+        if namespace is not None:
+            extra, more = " AND r.namespace = %s", [namespace]
+        if not inferred:
+            extra += " AND f.inferred = 0"
+        return [
+            (str(i), json.loads(p), bool(s), tuple(json.loads(u)))
+            for i, p, s, u in self._all(
+                "SELECT r.id, r.payload, f.success, f.used FROM recalls r JOIN feedback f "
+                f"ON f.tenant = r.tenant AND f.recall_id = r.id WHERE {where}{extra} "
+                "ORDER BY r.at, r.seq",
+                (*params, *more),
+            )
+        ]
 
     def labelled_recalls(self, tenant: str, scope: System) -> list[tuple[str, int, str]]:
         return [

@@ -181,6 +181,22 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_id ON api_keys (id);
 CREATE INDEX api_keys_secret ON api_keys (secret_hash);
 """),
+    # SQLite's m012: the learned attribute schema (`learning.schema`), evidence per tenant,
+    # role set, classification and attribute; `role_set` renders the scope rule (`<@`)
+    ("m002_attribute_schema", """
+CREATE TABLE attribute_schema (
+    tenant TEXT NOT NULL,
+    role_key TEXT NOT NULL,
+    role_set TEXT[] NOT NULL,
+    classification INTEGER NOT NULL,
+    attribute TEXT NOT NULL,
+    single INTEGER NOT NULL DEFAULT 0,
+    multi INTEGER NOT NULL DEFAULT 0,
+    updated_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant, role_key, classification, attribute)
+);
+CREATE INDEX memories_attribute ON memories (tenant, attribute);
+"""),
 ]
 
 

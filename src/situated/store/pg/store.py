@@ -3,15 +3,16 @@
 `Memory("postgresql://user@host/db")` opens one (the `postgres` extra: psycopg 3, its pool,
 pgvector's adapter). The modules beside this one hold its parts, each building on the last:
 `base` (connections, transactions, migrations, scope rendering), `writes`, `reads`, `search`,
-`recalls`, `upkeep`; `schema` the tables, `names` and `keys` the registries.
+`recalls`, `upkeep`, `batch` (the batch writer's calls), `attributes` (the attribute schema);
+`schema` the tables, `names` and `keys` the registries.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from situated.store.pg.attributes import Attributes
 from situated.store.pg.keys import Keys
-from situated.store.pg.upkeep import Upkeep
 
 
 class NoResident:
@@ -28,7 +29,7 @@ class NoResident:
         """Nothing is held in this process."""
 
 
-class PostgresStore(Upkeep):
+class PostgresStore(Attributes):
     """The PostgreSQL store. Not part of the public API; `Memory` is."""
 
     def __init__(self, dsn: str) -> None:

@@ -1,0 +1,117 @@
+"""Browser sessions for the dashboard: a signed cookie holding an API key's id and a CSRF token.
+
+A person logs in by pasting an API key; the server resolves it to its principal as the bearer
+path does (`Service.key_for`) and keeps only the key's *id* in the cookie, never its secret.
+Every request asks the key store again (`Service.live_key`), so revoking the key ends the
+session at the next click. The cookie is signed (itsdangerous, HMAC-SHA1 over a timestamped
+payload), `HttpOnly`, `SameSite=Strict`, `Secure` over https, and expires after `MAX_AGE`.
+
+The signing secret is generated once per store and kept beside it in `<db>-dashboard-secret`
+(mode 0600, linked into place whole, so every worker process of one server and every restart signs
+alike); deleting the file logs every browser out. Every POST carries the session's CSRF token
+in a form field (`csrf`), compared in constant time; a login rotates the token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+from starlette.requests import Request
+from starlette.responses import Response
+
+from situated.errors import SituatedRuntimeError
+
+COOKIE = "situated_session"
+MAX_AGE = 12 * 3600
+"""Seconds a session lasts after its login (then the key is pasted again)."""
+SECRET_SUFFIX = "-dashboard-secret"
+
+
+@dataclass(frozen=True)
+class Session:
+    """What the cookie holds: the CSRF token, and the logged-in key's id (None: anonymous)."""
+
+    csrf: str
+    key_id: str | None = None
+    fresh: bool = False
+    """Not yet in the browser's cookie (a new anonymous session, or a login): the response
+    sets it. An existing cookie is never re-signed, so a session ends `MAX_AGE` after it
+    began however busy it is."""
+
+    @classmethod
+    def anonymous(cls) -> Session:
+        return cls(secrets.token_urlsafe(24), fresh=True)
+
+    @classmethod
+    def logged_in(cls, key_id: str) -> Session:
+        """A new session for a key (a new CSRF token: nothing from before the login carries
+        over)."""
+        return cls(secrets.token_urlsafe(24), key_id, fresh=True)
+
+    def valid_csrf(self, token: str | None) -> bool:
+        return isinstance(token, str) and hmac.compare_digest(token.encode(), self.csrf.encode())
+
+
+def secret_path(store_path: str) -> Path:
+    return Path(f"{store_path}{SECRET_SUFFIX}")
+
+
+def load_secret(store_path: str) -> bytes:
+    """The store's signing secret, created on first use (0600; an existing one is kept).
+
+    Written to a private temporary file and hard-linked into place, so a process that finds
+    the file (another worker starting at the same moment) always reads a whole secret."""
+    path = secret_path(store_path)
+    if not path.exists():
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_hex(32).encode())
+                f.flush()
+                os.fsync(f.fileno())
+            with contextlib.suppress(FileExistsError):  # another process was first: use its
+                os.link(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    value = path.read_bytes().strip()
+    if len(value) < 32:
+        raise SituatedRuntimeError(f"{path} holds no usable secret: delete it to make a new "
+                                   "one (every browser session ends)")
+    return value
+
+
+class Cookies:
+    """Reads and writes the signed session cookie."""
+
+    def __init__(self, secret: bytes) -> None:
+        self._signer = URLSafeTimedSerializer(secret, salt="situated-dashboard-session")
+
+    def read(self, request: Request) -> Session | None:
+        raw = request.cookies.get(COOKIE)
+        if not raw or len(raw) > 1000:
+            return None
+        try:
+            data = self._signer.loads(raw, max_age=MAX_AGE)
+        except BadSignature:  # also SignatureExpired
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("c"), str):
+            return None
+        key = data.get("k")
+        return Session(data["c"], key if isinstance(key, str) else None)
+
+    def write(self, request: Request, response: Response, session: Session) -> None:
+        value = self._signer.dumps({"c": session.csrf, "k": session.key_id})
+        response.set_cookie(
+            COOKIE, str(value), max_age=MAX_AGE, path="/", httponly=True, samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+
+    def clear(self, response: Response) -> None:
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
