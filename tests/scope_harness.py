@@ -32,6 +32,9 @@ import situated.learning.maintenance
 import situated.memory
 import situated.models
 import situated.recall.pipeline
+import situated.store.attributes
+import situated.store.bulk
+import situated.store.pg.attributes
 import situated.store.pg.base
 import situated.store.pg.keys
 import situated.store.pg.recalls
@@ -149,6 +152,7 @@ _CLOCKED = (
     situated.models, situated.memory, situated.store.sqlite, situated.store.scope,
     situated.recall.pipeline, situated.learning.maintenance, situated.store.pg.writes,
     situated.store.pg.recalls, situated.store.pg.base, situated.store.pg.keys,
+    situated.store.bulk, situated.store.attributes, situated.store.pg.attributes,
 )
 
 

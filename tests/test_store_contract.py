@@ -166,8 +166,11 @@ def _world(mem: Memory) -> dict[str, tuple[str, frozenset[str], int]]:
     return out
 
 
-def test_eligibility_on_every_read_path(mem: Memory) -> None:
+def test_eligibility_on_every_read_path(mem: Memory, location: str) -> None:
     scopes = _world(mem)
+    fingerprint = {str(i): str(f)
+                   for i, f in rows(location, "SELECT id, fingerprint FROM memories")}
+    every_rid = [int(r[0]) for r in rows(location, "SELECT rid FROM memories")]
     assert len({t for t, _, _ in scopes.values()}) >= 5  # acme and look-alikes of its own
     for p in PRINCIPALS:
         may = {i for i, (t, roles, level) in scopes.items()
@@ -183,6 +186,16 @@ def test_eligibility_on_every_read_path(mem: Memory) -> None:
                                    store.lexical("refund ledger", 50, elig)) for rid, _ in ranks}
         assert {r.id for r in store.by_rids(list(found), elig).values()} <= may
         assert len(store.by_rids(list(found), elig)) == len(found), p.name
+        # main's bulk reads (the batch writer's, the recall's, the dashboard's): same gates
+        q = mem.embedder.embed(["refund", "payroll"])
+        many = {rid for ranks in store.dense_many("content", q, 50, elig) for rid, _ in ranks}
+        assert {r.id for r in store.by_rids(list(many), elig).values()} <= may, p.name
+        assert len(store.by_rids(list(many), elig)) == len(many), p.name
+        inspect = Eligibility.for_inspection(p)
+        assert store.fingerprints_among(list(fingerprint.values()), inspect) == {
+            fingerprint[i] for i in may}, p.name
+        assert {r.record.id for r in store.recall_rows(every_rid, inspect, 1).values()} == may
+        assert len(mem.utilities(principal=p)) == len(may), p.name
         for mid in scopes:
             if mid in may:
                 assert mem.inspect(mid, principal=p).id == mid
@@ -378,9 +391,37 @@ def _transcript(location: str) -> list[str]:
                                   entity="acct-7", attribute="tier", value="platinum")))
             at()
             out.append(dump(m.revoke_consent("c1", principal=ACME, reason="withdrawn")))
+            at()  # the batch writer: exact twins reinforce, new rows go in set-based on SQLite
+            batch = m.add_many([{"content": "Refunds over 100 need a manager.",
+                                 "state": State("refund request", facts={"amount": 150}),
+                                 "roles": ["support"]},
+                                {"content": "Gift cards never expire.", "kind": "note"},
+                                {"content": "Gift cards never expire.", "kind": "note"}],
+                               principal=SUPPORT)
+            out.append(dump(batch))
+            prefs = []
+            for seat in ("aisle", "window"):  # the attribute schema: evidence from use
+                at()
+                prefs.append(m.add(f"Dana prefers the {seat} seat.", principal=ACME,
+                                   kind="preference", entity="dana", attribute="seat",
+                                   value=seat))
+            at()
+            b = m.recall(prefs[0].content, principal=ACME, k=10)
+            out.append(b.render("json"))
+            at()
+            out.append(dump(m.feedback(b.recall_id, principal=ACME, success=False,
+                                       used=[prefs[0].id])))
             at()
             m.erase(ids[1], principal=ACME, reason="request")
-            for p in (ACME, SUPPORT):
+            for p in (ACME, SUPPORT):  # every read of main's, each as the caller may see it
+                out.append(dump(m.recalls(principal=p, limit=50)))
+                out.append(dump([m.recall_record(r.id, principal=p)
+                                 for r in m.recalls(principal=p, limit=50)]))
+                out.append(dump(m.recalls_of(ids[0], principal=p)))
+                out.append(dump(m.recall_outcomes(principal=p)))
+                out.append(dump(m.utilities(principal=p)))
+                out.append(dump(m.attribute_schema(principal=p)))
+                out.append(dump(list(m.export_training(principal=p, inferred=True))))
                 out.append(dump(m.list(principal=p, limit=100)))
                 out.append(dump(m.ledger(principal=p, limit=100)))
                 out.append(dump(m.stats(principal=p)))
