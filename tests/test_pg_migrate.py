@@ -38,6 +38,11 @@ def _fill(path: Path) -> list[str]:
         b = m.recall(State("refund request of 150"), principal=ACME)
         m.feedback(b.recall_id, principal=ACME, success=True,
                    used=[i.memory_id for i in b.items][:1])
+        seats = [m.add(f"Dana prefers the {s} seat.", principal=ACME, kind="preference",
+                       entity="dana", attribute="seat", value=s) for s in ("aisle", "window")]
+        b = m.recall(seats[0].content, principal=ACME, k=10)  # schema evidence: an old value
+        m.feedback(b.recall_id, principal=ACME, success=False, used=[seats[0].id])
+        assert m.attribute_schema(principal=ACME)
         m.revoke_consent("c1", principal=ACME, reason="withdrawn")
         m.erase(ids[1], principal=ACME, reason="request")
         m.store.keys.create(SUPPORT, actor="ops", label="bot", scope=SYSTEM)
@@ -52,7 +57,8 @@ def _views(location: str, ids: list[str]) -> list[str]:
         out = []
         for p in (ACME, SUPPORT, GLOBEX):
             out += [dump(m.list(principal=p, limit=100)), dump(m.ledger(principal=p, limit=100)),
-                    dump(m.stats(principal=p))]
+                    dump(m.stats(principal=p)), dump(m.attribute_schema(principal=p)),
+                    dump(m.recalls(principal=p)), dump(m.utilities(principal=p))]
             out += [dump(m.history(i, principal=p)) for i in ids
                     if i in {r.id for r in m.list(principal=p, limit=100)}]
             b = m.recall(State("refund request of 150"), principal=p)
@@ -72,8 +78,9 @@ def test_migrate_copies_and_verifies(tmp_path: Path, pg_server: PgServer) -> Non
     res = RUNNER.invoke(app, ["migrate", "--from", str(src), "--to", dsn, "--json"])
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
-    assert report["ok"] and report["mismatched"] == [] and report["memories"] == 6
-    assert report["recalls"] == 1 and report["api_keys"] == 1 and report["feedback"] == 1
+    assert report["ok"] and report["mismatched"] == [] and report["memories"] == 8
+    assert report["recalls"] == 2 and report["api_keys"] == 1 and report["feedback"] == 2
+    assert report["attribute_schema"] == 1
     assert _views(dsn, ids) == _views(str(src), ids)
 
 

@@ -3,9 +3,9 @@
 Everything is copied in one target transaction, or nothing: memories (row ids kept, so the
 order of every listing is the same), both vectors, the lexical rows (built from each memory's
 FTS5 text, as SQLite indexed it), analyses, the whole ledger (sequence numbers kept), recall
-records, feedback, per-namespace utility, maintenance failures, the name registry, API keys
-and the store's counters. The target must be empty (no memory, event, recall or key, no
-embedder bound): refused otherwise, nothing written.
+records, feedback, per-namespace utility, maintenance failures, the name registry, API keys,
+the learned attribute schema's evidence and the store's counters. The target must be empty
+(no memory, event, recall or key, no embedder bound): refused otherwise, nothing written.
 
 Verified after the commit: the row count of every copied table equal on both sides, the
 target's ledger replay (`rebuild`) without a mismatch, and every memory's replayed state and
@@ -33,7 +33,7 @@ from situated.store.scope import SYSTEM
 from situated.store.sqlite import Store
 
 TABLES = ("memories", "ledger", "recalls", "feedback", "memory_utility",
-          "maintenance_failures", "names", "api_keys")
+          "maintenance_failures", "names", "api_keys", "attribute_schema")
 """What is counted on both sides."""
 _KEEP_META = ("erasures", "generation", "name_skeletons")
 
@@ -185,6 +185,10 @@ def _copy_rest(src: Store, dst: PostgresStore) -> None:
          "created_by, revoked_at FROM api_keys",
          "api_keys (tenant, id, secret_hash, roles, clearance, actor, label, created_at, "
          "created_by, revoked_at)", None),
+        ("SELECT tenant, role_key, role_key, classification, attribute, single, multi, "
+         "updated_at FROM attribute_schema",
+         "attribute_schema (tenant, role_key, role_set, classification, attribute, single, "
+         "multi, updated_at)", 2),
     ]
     for select, into, roles_at in copies:
         rows = src._all(select)
