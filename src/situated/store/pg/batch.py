@@ -93,6 +93,7 @@ class Batch(Upkeep):
         """`with_analyses` with both stored vectors of each row, in one gated read."""
         if not rids:
             return {}
+        self._read_dim()  # another process may have bound the embedder since this one opened
         where, params = self._where(elig)
         vectors = ", m.content_vec, m.state_vec" if self.dim is not None else ", NULL, NULL"
         rows = self._all(
