@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import sys
 import uuid
 import warnings
 from collections import Counter, defaultdict
@@ -160,10 +161,15 @@ _CLOCKED = (
 def frozen(world: World) -> Iterator[None]:
     shim = type("uuid_shim", (), {"uuid4": staticmethod(world.uuid4), "UUID": uuid.UUID})
     saved: list[tuple[Any, str, Any]] = []
-    for mod in _CLOCKED:
+    real_now = situated.models.utcnow
+    # every loaded situated module that reads the clock or makes uuids, not a fixed list: a
+    # module added later (a batch writer, the attribute schema) is frozen with the rest
+    loaded = [m for name, m in sorted(sys.modules.items())
+              if name.startswith("situated.") and m is not None]
+    for mod in {*_CLOCKED, *(m for m in loaded if getattr(m, "utcnow", None) is real_now)}:
         saved.append((mod, "utcnow", mod.utcnow))
         mod.utcnow = world.clock  # type: ignore[attr-defined]
-    for mod in (situated.memory, situated.recall.pipeline):
+    for mod in [m for m in loaded if getattr(m, "uuid", None) is uuid]:
         saved.append((mod, "uuid", mod.uuid))
         mod.uuid = shim  # type: ignore[attr-defined]
     try:

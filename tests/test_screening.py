@@ -249,7 +249,9 @@ def test_normalisation_makes_look_alike_obfuscation_irrelevant() -> None:
 def test_decoded_views_score_at_least_the_plain_text() -> None:
     for _lang, name, plain, text in variants():
         if name in DECODED:
-            assert injection_score(text) >= injection_score(plain) - 1e-9, (name, plain)
+            # a decoded view is the plain text itself, scored beside other views in one batch
+            # (`fast_probabilities`): equal up to float32 rounding of the batched embedding
+            assert injection_score(text) >= injection_score(plain) - 1e-6, (name, plain)
 
 
 def test_generated_attack_variants_are_held() -> None:
