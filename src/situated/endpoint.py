@@ -42,6 +42,30 @@ def endpoint_url(base_url: str | None, path: str) -> str:
     return (root if root.endswith("/v1") else f"{root}/v1") + "/" + path.lstrip("/")
 
 
+def chat_settings(
+    base_url: str | None, model: str | None, timeout: object, temperature: object
+) -> tuple[str, str, float, float]:
+    """The checked settings of a chat-completions client: (url, model, timeout, temperature).
+
+    Raises:
+        InvalidInput: `model`, `base_url`, `timeout` or `temperature` named.
+    """
+    if model is None:
+        raise InvalidInput("model", "is required: the name of a model the server serves")
+    url = endpoint_url(base_url, "chat/completions")
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidInput("model", "must not be empty")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise InvalidInput("timeout", f"must be a positive number of seconds, got {timeout!r}")
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not 0 <= temperature <= 2
+    ):
+        raise InvalidInput("temperature", f"must be from 0 to 2, got {temperature!r}")
+    return url, model, float(timeout), float(temperature)
+
+
 def check_retries(max_retries: object) -> int:
     """`max_retries` as an int from 0 to `MAX_RETRIES`, or `InvalidInput`."""
     if (

@@ -29,8 +29,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from situated.endpoint import Endpoint, endpoint_url
-from situated.errors import InvalidInput, ModelError
+from situated.endpoint import Endpoint, chat_settings
+from situated.errors import ModelError
 from situated.models import MAX_CONTENT_CHARS
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
 from situated.recall.reading import numbers_in, stems
@@ -219,24 +219,9 @@ class LLMReconstructor(Reconstructor):
         temperature: float = 0.0,
         max_retries: int = 1,
     ) -> None:
-        if model is None:
-            raise InvalidInput("model", "is required: the name of a model the server serves")
-        url = endpoint_url(base_url, "chat/completions")
-        if not isinstance(model, str) or not model.strip():
-            raise InvalidInput("model", "must not be empty")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-            raise InvalidInput("timeout", f"must be a positive number of seconds, got {timeout!r}")
-        if (
-            isinstance(temperature, bool)
-            or not isinstance(temperature, int | float)
-            or not 0 <= temperature <= 2
-        ):
-            raise InvalidInput("temperature", f"must be from 0 to 2, got {temperature!r}")
-        self.url = url
-        self.model = model
-        self.timeout = float(timeout)
-        self.temperature = float(temperature)
-        self._endpoint = Endpoint(url, api_key, self.timeout, max_retries)
+        self.url, self.model, self.timeout, self.temperature = chat_settings(
+            base_url, model, timeout, temperature)
+        self._endpoint = Endpoint(self.url, api_key, self.timeout, max_retries)
 
     @property
     def model_ref(self) -> str:
