@@ -85,6 +85,7 @@ from situated.recall.analysis import stored_form
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy
 from situated.recall.retrieve import retrieve
+from situated.store.bulk import NewRow
 from situated.store.ledger import EventType
 from situated.store.scope import ALL_STATES, Eligibility
 from situated.store.vectors import load_extension
@@ -346,30 +347,45 @@ class Precomputed(Embedder):
 
 
 def bulk_load(mem: Memory, emb: Precomputed, specs: Sequence[Spec]) -> list[int]:
-    """Write memories through the real `Store.insert` / `append_event`, 1,000 per transaction.
+    """Write memories as the batch writer stores them, 1,000 per transaction.
 
     Same validation (`Memory._build`), same rows and same ledger events (PROPOSED, PROMOTED)
-    as `Memory.add`; it skips the exact-duplicate lookup (every synthetic content is unique)
-    and commits once per batch instead of once per memory. Returns the rowid of each spec.
+    as `Memory.add`: a memory that supersedes nothing goes through the set-based
+    `Store.insert_many` (what `add_many` uses for a plain new memory), a fact through
+    `Store.insert` / `append_event` and the same-key supersession. It skips the write gates
+    and the duplicate lookups (every synthetic content is unique) and commits once per batch.
+    Returns the rowid of each spec.
     """
     store = mem.store
     store.bind_embedder(emb.model_ref, emb.dim)
-    rids: list[int] = []
+    rids: list[int] = [0] * len(specs)
     for start in range(0, len(specs), BULK_BATCH):
         with store.transaction():
-            for spec in specs[start : start + BULK_BATCH]:
+            plain: list[tuple[int, NewRow]] = []
+            for at in range(start, min(start + BULK_BATCH, len(specs))):
+                spec = specs[at]
                 who = principal(spec.tenant)
                 rec = _build(mem, who, spec.kwargs)
-                rid = store.insert(
-                    rec, who, {"content": spec.content_vec, "state": spec.state_vec},
-                    "proposed via bulk load", analysis=(ANALYSIS_VERSION, stored_form(rec)),
-                )
+                vecs = {"content": spec.content_vec, "state": spec.state_vec}
+                analysis = (ANALYSIS_VERSION, stored_form(rec))
                 decision = mem.promotion.decide(rec)
+                if rec.entity is None:
+                    events: list[tuple[EventType, str, str, dict[str, Any]]] = [
+                        (EventType.PROPOSED, who.name, "proposed via bulk load",
+                         {"kind": rec.kind.value, "namespace": rec.scope.namespace})]
+                    if decision.promote:
+                        events.append((EventType.PROMOTED, who.name, decision.reason, {}))
+                    plain.append((at, NewRow(rec, who, vecs, tuple(events), analysis)))
+                    continue
+                rids[at] = store.insert(rec, who, vecs, "proposed via bulk load",
+                                        analysis=analysis)
                 if decision.promote:
                     store.append_event(rec.id, Eligibility(who, states=ALL_STATES),
                                        EventType.PROMOTED, who.name, decision.reason)
-                    mem._supersede_same_key(rec, who)
-                rids.append(rid)
+                    mem._writer.supersede_same_key(rec, who)
+            for (at, _), rid in zip(plain, store.insert_many([r for _, r in plain]),
+                                    strict=True):
+                rids[at] = rid
     return rids
 
 
@@ -493,12 +509,34 @@ class ConfigResult:
     modes: dict[str, int]
     add_into_store_rate: float
     db_mb: float
+    raw_vectors_mb: float
+    rss_mb: float
+    graphs_s: float
+    """Loading the tenants' slices, building or loading their HNSW graphs (first searches)."""
+    ann_tenants: int
+    recall_at_10: float
+    """Of the exact top 10 (numpy), the share the resident search's top 10 holds."""
     ratios: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Options:
+    resident_mb: float
+    ann_rows: int
+    sqlite_max: int
+
+
+def _rss_mb() -> float:
+    """This process's resident set (VmRSS), MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1e3
+    return float("nan")
 
 
 def run_config(
     n: int, dim: int, queries: int, seed: int, workdir: Path, console: Console,
-    profile_out: Path | None, add_n: int,
+    profile_out: Path | None, add_n: int, opts: Options,
 ) -> ConfigResult:
     world = World(dim, seed)
     t0 = time.perf_counter()
@@ -506,7 +544,7 @@ def run_config(
     gen_s = time.perf_counter() - t0
     emb = Precomputed(dim)
     path = workdir / f"recall-{n}-{dim}.db"
-    mem = Memory(path, embedder=emb)
+    mem = Memory(path, embedder=emb, resident_mb=opts.resident_mb, ann_rows=opts.ann_rows)
     t0 = time.perf_counter()
     rids = bulk_load(mem, emb, specs)
     build_s = time.perf_counter() - t0
@@ -525,25 +563,28 @@ def run_config(
     store = mem.store
     # the same file through a second connection with the resident index off: SQLite's own
     # search path (sqlite-vec KNN and FTS5), for comparison
-    sql_mem = Memory(path, embedder=emb, resident_mb=0)
-    sql_store = sql_mem.store
+    with_sqlite = n <= opts.sqlite_max
+    sql_mem = Memory(path, embedder=emb, resident_mb=0) if with_sqlite else None
+    sql_store = sql_mem.store if sql_mem is not None else None
 
     # a tenant's first search runs in SQLite, its second loads the slice: timed apart (a
     # one-off per tenant and process)
     loads = []
+    t_graphs = time.perf_counter()
     for t in range(TENANTS):
         elig = Eligibility.for_recall(principal(t))
         store.dense("content", qs[0].qvec, TOP_K, elig)
         t0n = time.perf_counter_ns()
         store.dense("content", qs[0].qvec, TOP_K, elig)
         loads.append(ms(t0n, time.perf_counter_ns()))
+    graphs_s = time.perf_counter() - t_graphs
     if store.resident.loads < TENANTS:
         raise SystemExit(f"only {store.resident.loads} of {TENANTS} slices loaded: raise "
                          "resident_mb or lower N")
 
     flip = [True]
 
-    def one(q: Query, d: dict[str, Dist]) -> tuple[bool, str]:
+    def one(q: Query, d: dict[str, Dist]) -> tuple[bool, float, str]:
         elig = Eligibility.for_recall(principal(q.tenant))
         text = f"{q.intent} {q.state.describe()}".strip()
         flip[0] = not flip[0]
@@ -552,6 +593,8 @@ def run_config(
         top_db: list[tuple[int, float]] = []
         mode = ""
         for suffix, st_ in (("", store), ("_sqlite", sql_store)):
+            if st_ is None:
+                continue
             t_b = time.perf_counter_ns()
             hits = st_.dense("content", q.qvec, TOP_K, elig)
             t_c = time.perf_counter_ns()
@@ -567,7 +610,9 @@ def run_config(
             d["recall" + suffix].samples.append(ms(t_e, t_f))
             if not suffix:
                 top_db, mode = hits, b.mode.value
-        return [r for r, _ in top_db] == [int(x) for x in top_np], mode
+        got = [r for r, _ in top_db]
+        exact = [int(x) for x in top_np]
+        return got == exact, len(set(got[:10]) & set(exact[:10])) / 10, mode
 
     names = ("numpy", "dense", "retrieve", "recall", "dense_sqlite", "retrieve_sqlite",
              "recall_sqlite")
@@ -575,18 +620,21 @@ def run_config(
         one(q, {k: Dist() for k in names})
     d = {k: Dist() for k in names}
     agree = 0
+    recall10: list[float] = []
     modes: dict[str, int] = {}
     gc.collect()
     prof = cProfile.Profile() if profile_out else None
     if prof:
         prof.enable()
     for q in qs:
-        same, mode = one(q, d)
+        same, r10, mode = one(q, d)
         agree += same
+        recall10.append(r10)
         modes[mode] = modes.get(mode, 0) + 1
     if prof:
         prof.disable()
-    sql_mem.close()
+    if sql_mem is not None:
+        sql_mem.close()
     d_np, d_dense, d_ret, d_rec = d["numpy"], d["dense"], d["retrieve"], d["recall"]
 
     # stages with exactly STAGE_CANDIDATES candidates, timed by the pipeline's own stages
@@ -632,6 +680,9 @@ def run_config(
         dense_sqlite=d["dense_sqlite"].summary(), retrieve_sqlite=d["retrieve_sqlite"].summary(),
         recall_sqlite=d["recall_sqlite"].summary(),
         resident_mb=store.resident.nbytes() / 1e6, slice_load_ms=statistics.median(loads),
+        raw_vectors_mb=n * dim * 4 * 2 / 1e6, rss_mb=_rss_mb(), graphs_s=graphs_s,
+        ann_tenants=int(store.resident.describe()["ann"]["tenants"]),
+        recall_at_10=float(np.mean(recall10)),
         stages={k: v.summary() for k, v in st.items()},
         candidates_judged=float(np.mean(judged)) if judged else 0.0, modes=modes,
         add_into_store_rate=add_rate, db_mb=db_mb,
@@ -644,6 +695,7 @@ def run_config(
         "dense_sqlite_vs_numpy": d["dense_sqlite"].p50 / base,
         "retrieve_sqlite_vs_numpy": d["retrieve_sqlite"].p50 / base,
         "recall_sqlite_vs_numpy": d["recall_sqlite"].p50 / base,
+        "resident_vs_raw_vectors": res.resident_mb / res.raw_vectors_mb,
         "stages_4_7_vs_retrieve": st["stages_4_7"].p50 / st["retrieve"].p50,
     }
     return res
@@ -728,7 +780,7 @@ def _version(dist: str) -> str:
 
 
 def f2(x: float) -> str:
-    return f"{x:.2f}"
+    return "-" if x != x else f"{x:.2f}"
 
 
 def render(console: Console, facts: dict[str, Any], results: list[ConfigResult],
@@ -742,7 +794,8 @@ def render(console: Console, facts: dict[str, Any], results: list[ConfigResult],
     t = Table(title=f"Recall latency, ms (query embedding excluded; {TENANTS} tenants, "
                     f"tenant gate = 10%; dense k={TOP_K}, recall k=5; resident index)")
     for col in ("N", "dim", "eligible", "numpy p50/p95", "dense p50/p95", "x numpy",
-                "retrieve p50/p95", "x numpy", "recall p50/p95", "x numpy", "top-k ="):
+                "retrieve p50/p95", "x numpy", "recall p50/p95", "x numpy", "top-k =",
+                "recall@10", "HNSW tenants"):
         t.add_column(col, justify="right")
     for r in results:
         t.add_row(
@@ -754,14 +807,14 @@ def render(console: Console, facts: dict[str, Any], results: list[ConfigResult],
             f"{r.ratios['retrieve_vs_numpy']:.1f}x",
             f"{f2(r.recall['p50_ms'])} / {f2(r.recall['p95_ms'])}",
             f"{r.ratios['recall_vs_numpy']:.1f}x",
-            f"{r.exact_topk_agreement:.0%}",
+            f"{r.exact_topk_agreement:.0%}", f"{r.recall_at_10:.3f}", str(r.ann_tenants),
         )
     console.print(t)
 
     q = Table(title="The same searches through SQLite alone (resident_mb=0: sqlite-vec KNN, "
                     "FTS5), ms p50 / p95; and what the resident index costs")
     for col in ("N", "dim", "dense", "x numpy", "retrieve", "x numpy", "recall", "x numpy",
-                "resident MB", "slice load ms"):
+                "resident MB", "x raw vectors", "RSS MB", "slice load ms", "first loads s"):
         q.add_column(col, justify="right")
     for r in results:
         q.add_row(
@@ -772,7 +825,8 @@ def render(console: Console, facts: dict[str, Any], results: list[ConfigResult],
             f"{r.ratios['retrieve_sqlite_vs_numpy']:.1f}x",
             f"{f2(r.recall_sqlite['p50_ms'])} / {f2(r.recall_sqlite['p95_ms'])}",
             f"{r.ratios['recall_sqlite_vs_numpy']:.1f}x",
-            f"{r.resident_mb:,.0f}", f"{r.slice_load_ms:,.0f}",
+            f"{r.resident_mb:,.0f}", f"{r.ratios['resident_vs_raw_vectors']:.2f}x",
+            f"{r.rss_mb:,.0f}", f"{r.slice_load_ms:,.0f}", f"{r.graphs_s:,.0f}",
         )
     console.print(q)
 
@@ -840,6 +894,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", type=Path, default=None, help="write every number to this file")
     ap.add_argument("--workdir", type=Path, default=None, help="keep the databases here")
+    ap.add_argument("--resident-mb", type=float, default=8000,
+                    help="the resident index's budget (every tenant must fit)")
+    ap.add_argument("--ann-rows", type=int, default=None,
+                    help="a tenant with this many rows gets HNSW graphs (default: the "
+                         "library's; 0: exact only)")
+    ap.add_argument("--sqlite-max", type=int, default=200_000,
+                    help="time the SQLite-alone search path only up to this store size")
     ap.add_argument("--profile", type=Path, default=None,
                     help="cProfile the recall loop of the largest configuration into this file")
     args = ap.parse_args(argv)
@@ -848,6 +909,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     dims = [int(x) for x in args.dims.split(",") if x]
     queries = args.queries or (100 if args.quick else 200)
     tp_n = min(args.throughput_n, 500) if args.quick else args.throughput_n
+    from situated.store.ann import DEFAULT_ROWS
+
+    opts = Options(args.resident_mb,
+                   DEFAULT_ROWS if args.ann_rows is None else args.ann_rows, args.sqlite_max)
     probe = Console()
     console = Console(width=max(probe.width, 160) if probe.is_terminal else 230)
     facts = machine()
@@ -861,7 +926,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for dim in dims:
                 prof = args.profile if (n, dim) == largest else None
                 results.append(run_config(n, dim, queries, args.seed, workdir, console, prof,
-                                          args.add_n))
+                                          args.add_n, opts))
         tp = throughput(tp_n, args.seed, workdir, console) if tp_n > 0 else None
     wall = time.perf_counter() - wall0
     render(console, facts, results, tp, wall)
