@@ -103,7 +103,8 @@ def memories(n: int, seed: int) -> list[dict[str, Any]]:
 # -- one measurement, in a child process ----------------------------------------------------
 
 
-def child(mode: str, n: int, seed: int, workdir: str, batch: int) -> dict[str, Any]:
+def child(mode: str, n: int, seed: int, workdir: str, batch: int,
+          tenants: int = 1) -> dict[str, Any]:
     import warnings
 
     from situated import Memory, Principal, State
@@ -126,6 +127,10 @@ def child(mode: str, n: int, seed: int, workdir: str, batch: int) -> dict[str, A
 
     done_as = mode
     curve: list[tuple[int, float]] = []  # (committed, seconds) after each import batch
+    lines = [json.dumps({k: v for k, v in it.items() if k != "state_obj"}) for it in items]
+    # import: the lines go round-robin to `tenants` tenants, imported one tenant after another
+    owners = [Principal(tenant=f"bench{t}" if tenants > 1 else "bench", roles={"admin"},
+                        clearance="restricted", name="bench") for t in range(tenants)]
     t0 = time.perf_counter()
     if mode == "add":
         for it in items:
@@ -133,28 +138,38 @@ def child(mode: str, n: int, seed: int, workdir: str, batch: int) -> dict[str, A
     elif mode == "add_many":
         mem.add_many([kwargs(it) for it in items], principal=who, batch_size=batch)
     else:  # import
-        lines = [json.dumps({k: v for k, v in it.items() if k != "state_obj"}) for it in items]
         if hasattr(mem, "import_records"):
-            def progress(r: Any) -> None:
-                curve.append((r.committed, time.perf_counter() - t0))
+            done = [0]
 
-            mem.import_records(lines, principal=who, batch_size=batch, progress=progress)
+            def progress(r: Any) -> None:
+                curve.append((done[0] + r.committed, time.perf_counter() - t0))
+
+            for t, owner in enumerate(owners):
+                mem.import_records(lines[t::tenants], principal=owner, batch_size=batch,
+                                   progress=progress)
+                done[0] = curve[-1][0] if curve else 0
         else:
             done_as = "add_many (no import)"
             mem.add_many([kwargs(it) for it in items], principal=who, batch_size=batch)
     seconds = time.perf_counter() - t0
-    rows = mem.stats(principal=who)
+    by_state: dict[str, int] = {}
+    for owner in (owners if mode == "import" else [who]):
+        for state, count in mem.stats(principal=owner).memories_by_state.items():
+            by_state[state] = by_state.get(state, 0) + count
     mem.close()
     return {"mode": mode, "ran": done_as, "n": n, "seconds": seconds, "per_s": n / seconds,
-            "by_state": rows.memories_by_state, "curve": curve,
+            "tenants": tenants if mode == "import" else 1, "by_state": by_state,
+            "curve": curve,
             "db_mb": sum(p.stat().st_size for p in path.parent.iterdir()) / 1e6}
 
 
-def measure(tree: Path, mode: str, n: int, seed: int, workdir: str, batch: int) -> dict[str, Any]:
+def measure(tree: Path, mode: str, n: int, seed: int, workdir: str, batch: int,
+            tenants: int = 1) -> dict[str, Any]:
     env = os.environ | PIN | {"PYTHONPATH": str(tree / "src")}
     out = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--child", mode, "--n", str(n),
-         "--seed", str(seed), "--workdir", workdir, "--batch", str(batch)],
+         "--seed", str(seed), "--workdir", workdir, "--batch", str(batch),
+         "--tenants", str(tenants)],
         env=env, capture_output=True, text=True, check=False,
     )
     if out.returncode != 0:
@@ -169,16 +184,22 @@ def main() -> None:
     ap.add_argument("--many-n", type=int, default=5000, help="memories in add_many")
     ap.add_argument("--import-n", type=int, default=20000, help="lines imported")
     ap.add_argument("--batch", type=int, default=1000, help="add_many / import batch size")
+    ap.add_argument("--import-tenants", type=int, default=1,
+                    help="import the lines round-robin into this many tenants (one import "
+                         "call per tenant, one store), as a multi-tenant history would be")
+    ap.add_argument("--skip", default="", help="paths not to measure: add,add_many,import")
     ap.add_argument("--baseline", type=Path, help="another source tree (e.g. main's worktree)")
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--child", choices=["add", "add_many", "import"], help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--tenants", type=int, default=1, help=argparse.SUPPRESS)
     a = ap.parse_args()
     workdir = a.workdir or tempfile.mkdtemp(prefix="situated-writes-")
+    Path(workdir).mkdir(parents=True, exist_ok=True)
     if a.child:
-        print(json.dumps(child(a.child, a.n, a.seed, workdir, a.batch)))
+        print(json.dumps(child(a.child, a.n, a.seed, workdir, a.batch, a.tenants)))
         return
 
     from rich.console import Console
@@ -189,9 +210,13 @@ def main() -> None:
         trees["baseline"] = a.baseline.resolve()
     load = os.getloadavg()
     results: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in trees}
-    for mode, n in (("add", a.add_n), ("add_many", a.many_n), ("import", a.import_n)):
+    skip = {m for m in a.skip.split(",") if m}
+    modes = [(m, n) for m, n in (("add", a.add_n), ("add_many", a.many_n),
+                                  ("import", a.import_n)) if m not in skip]
+    for mode, n in modes:
         for name, tree in trees.items():
-            results[name][mode] = measure(tree, mode, n, a.seed, workdir, a.batch)
+            results[name][mode] = measure(tree, mode, n, a.seed, workdir, a.batch,
+                                          a.import_tenants if mode == "import" else 1)
     table = Table(title=f"writes per second (load average at start {load[0]:.2f}, "
                         f"{os.cpu_count()} cores; default embedder, all gates, durable commits)")
     table.add_column("path")
@@ -202,7 +227,10 @@ def main() -> None:
         table.add_column("speed-up", justify="right")
     for mode, label in (("add", "Memory.add, one call each"),
                         ("add_many", f"Memory.add_many, batches of {a.batch}"),
-                        ("import", f"import_records, batches of {a.batch}")):
+                        ("import", f"import_records, batches of {a.batch}, "
+                                   f"{a.import_tenants} tenant(s)")):
+        if mode in skip:
+            continue
         row = [label, f"{results['this tree'][mode]['n']:,}"]
         for name in trees:
             r = results[name][mode]
@@ -213,6 +241,17 @@ def main() -> None:
             row.append(f"{mine['per_s'] / base['per_s']:.1f}x")
         table.add_row(*row)
     Console().print(table)
+    imp = results["this tree"].get("import")
+    if imp and imp["curve"]:
+        # the import's rate as the store grows (the near-duplicate search grows with it)
+        marks = imp["curve"][:: max(1, len(imp["curve"]) // 10)] + imp["curve"][-1:]
+        prev = (0, 0.0)
+        for committed, secs in marks:
+            if committed > prev[0]:
+                Console().print(f"  import: {committed:>9,} stored after {secs:7.1f} s "
+                                f"({(committed - prev[0]) / (secs - prev[1]):,.0f}/s since "
+                                "the last mark)")
+                prev = (committed, secs)
     if a.json:
         a.json.write_text(json.dumps({"load_average": load, "results": results}, indent=1))
 
