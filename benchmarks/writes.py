@@ -141,8 +141,12 @@ def child(mode: str, n: int, seed: int, workdir: str, batch: int,
         if hasattr(mem, "import_records"):
             done = [0]
 
+            log = Path(workdir) / "import-progress.txt"  # to follow a long run
+
             def progress(r: Any) -> None:
                 curve.append((done[0] + r.committed, time.perf_counter() - t0))
+                with log.open("a") as f:
+                    f.write(f"{curve[-1][0]} {curve[-1][1]:.1f}\n")
 
             for t, owner in enumerate(owners):
                 mem.import_records(lines[t::tenants], principal=owner, batch_size=batch,
