@@ -5,6 +5,7 @@ built over small stores; exact search over the same file is the authority."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tempfile
 import time
@@ -78,6 +79,48 @@ def test_same_eligible_set_as_exact(
         [s for _, s in a.content],
         [float(np.dot(v, qvec)) for v in on.store.vectors_of(
             "content", [r for r, _ in a.content], elig).values()], atol=1e-5)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])
+@given(
+    who=principals,
+    queries=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+                     min_size=1, max_size=6),
+    k=st.sampled_from([1, 5, 40, 500]),
+)
+def test_dense_many_through_the_graph_keeps_the_eligible_set(
+    twins: tuple[Memory, Memory], who: Principal, queries: list[str], k: int,
+) -> None:
+    """The write path's near-duplicate search (`dense_many`) walks a large tenant's graph:
+    never an ineligible row, exactly min(k, eligible) rows, exact cosines best first, and a
+    stored row's own vector finds that row first (what a near-duplicate lookup relies on)."""
+    on, exact = twins
+    elig = Eligibility.for_recall(who)
+    qs = on.embedder.embed(queries)
+    on.store.dense_many("content", qs[:1], 1, elig)  # the slice current with the ledger
+    g = on.store.resident.slices["acme"].graphs["content"]
+    answered = g.served + g.short
+    got = on.store.dense_many("content", qs, k, elig)
+    want = exact.store.dense_many("content", qs, k, elig)
+    pool = {r.id for r in exact.store.page(elig, limit=10_000)}
+    for q, hits, ref in zip(qs, got, want, strict=True):
+        rids = [r for r, _ in hits]
+        assert len(rids) == len(set(rids)) == min(k, len(pool)) == len(ref)
+        assert set(on.store.by_rids(rids, elig)) == set(rids)  # never an ineligible row
+        sims = [v for _, v in hits]
+        assert all(x >= y - 1e-6 for x, y in itertools.pairwise(sims))
+        vecs = on.store.vectors_of("content", rids, elig)
+        assert np.allclose(sims, [float(np.dot(vecs[r], q)) for r in rids], atol=1e-5)
+    if len(pool) >= max(k, on.store.resident.ann.exact_below):
+        assert g.served + g.short == answered + len(qs)  # every query walked the graph
+    # a stored row's own vector finds it (or an identical vector) first
+    mine = [r for r, _ in got[0][:3]]
+    if mine:
+        own = on.store.vectors_of("content", mine, elig)
+        found = on.store.dense_many("content", np.stack([own[r] for r in mine]), 1, elig)
+        for hits in found:
+            assert hits and hits[0][1] >= 1 - 1e-5
 
 
 def test_the_graphs_answer_and_health_checks_them(twins: tuple[Memory, Memory]) -> None:

@@ -150,6 +150,12 @@ class Graph:
         """The k best allowed rows by exact cosine among the graph's proposals, best first;
         None when the caller must search exactly (see the module docstring). `ef` is the
         walk's width with every row allowed; it widens as the allowed share shrinks."""
+        return self.search_many(matrix, query[None, :], k, allowed, eligible, ef)[0]
+
+    def search_many(
+        self, matrix: F32, queries: F32, k: int, allowed: BOOL, eligible: int, ef: int
+    ) -> list[POS | None]:
+        """`search` for each row of `queries`, in one walk call (one allowed set for all)."""
         faiss = _faiss()
         n = self.n
         want = min(k * RERANK, eligible)
@@ -159,17 +165,20 @@ class Graph:
         # (up to 4x), so recall holds when few rows are eligible
         params.efSearch = max(int(min(4 * ef, ef * n / max(eligible, 1))), want)
         params.sel = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))
-        _, labels = self.index.search(np.ascontiguousarray(query[None, :]), want,
-                                      params=params)
-        found = labels[0][labels[0] >= 0]
-        if len(found) < min(k, eligible):
-            self.short += 1
-            return None
-        self.served += 1
-        found = found[allowed[found]]  # the selector's promise, kept by construction
-        sims = matrix[found] @ query
-        order = np.lexsort((found, -sims))[:k]
-        out: POS = found[order].astype(np.intp)
+        qs = np.ascontiguousarray(queries, dtype=np.float32)
+        _, labels = self.index.search(qs, want, params=params)
+        out: list[POS | None] = []
+        for query, row in zip(qs, labels, strict=True):
+            found = row[row >= 0]
+            if len(found) < min(k, eligible):
+                self.short += 1
+                out.append(None)
+                continue
+            self.served += 1
+            found = found[allowed[found]]  # the selector's promise, kept by construction
+            sims = matrix[found] @ query
+            order = np.lexsort((found, -sims))[:k]
+            out.append(found[order].astype(np.intp))
         return out
 
 

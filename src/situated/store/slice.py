@@ -353,6 +353,47 @@ class Slice:
         vals = sims[best] if sims is not None else self.matrix(field)[best] @ q
         return [(int(self.rids[i]), float(v)) for i, v in zip(best, vals, strict=True)]
 
+    def dense_many(
+        self, field: str, queries: F32, k: int, elig: Eligibility, role_keys: Sequence[str]
+    ) -> list[list[tuple[int, float]]]:
+        """`dense` for each row of `queries` (the write path's near-duplicate search): one
+        graph walk call for a large tenant (exact for a query it cannot promise k for), else
+        one matrix product."""
+        allowed = self.mask(elig, role_keys)
+        rows = np.flatnonzero(allowed)
+        qs = np.asarray(queries, dtype=np.float32).reshape(-1, self.dim)
+        if not len(rows) or k <= 0:
+            return [[] for _ in qs]
+        m = self.matrix(field)
+        g, cfg = self.graphs.get(field), self.ann
+        best: list[npt.NDArray[np.intp] | None] = [None] * len(qs)
+        if g is not None and cfg is not None and g.n == self.n and len(rows) >= max(
+                cfg.exact_below, k):
+            best = g.search_many(m, qs, k, allowed, len(rows), cfg.ef_search)
+        exact = [j for j, b in enumerate(best) if b is None]
+        cosines: dict[int, npt.NDArray[np.float32]] = {}  # exact: the product's own values
+        if exact:
+            # every row's cosine when most rows are eligible (no copy of the matrix), else
+            # the eligible rows' only
+            sub = qs[exact].T
+            sims = m @ sub if 2 * len(rows) > self.n else None
+            part = m[rows] @ sub if sims is None else None
+            full = np.zeros(self.n, dtype=np.float32)
+            for col, j in enumerate(exact):
+                if sims is not None:
+                    full = sims[:, col]
+                else:
+                    assert part is not None
+                    full[rows] = part[:, col]
+                chosen = top(full, rows, k)
+                best[j], cosines[j] = chosen, full[chosen]
+        out = []
+        for j, (q, hit) in enumerate(zip(qs, best, strict=True)):
+            assert hit is not None
+            vals = cosines[j] if j in cosines else m[hit] @ q
+            out.append([(int(self.rids[i]), float(v)) for i, v in zip(hit, vals, strict=True)])
+        return out
+
     def lexical(
         self, terms: Sequence[str], k: int, elig: Eligibility, role_keys: Sequence[str]
     ) -> list[tuple[int, float]]:

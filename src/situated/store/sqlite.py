@@ -66,7 +66,6 @@ from situated.store.resident import (
     ResidentIndex,
     Slice,
     tokens,
-    top,
 )
 from situated.store.scope import (
     ALL_STATES,
@@ -943,16 +942,7 @@ class Store:
             s = self._slice(elig)
             if s is None:
                 return [self.dense(field, q, k, elig) for q in queries]
-            rows = np.flatnonzero(s.mask(elig, self._allowed_keys(elig)))
-            if not len(rows) or k <= 0:
-                return [[] for _ in queries]
-            sims = s.matrix(field)[rows] @ np.asarray(queries, dtype=np.float32).T
-            full = np.zeros(s.n, dtype=np.float32)
-            out = []
-            for j in range(sims.shape[1]):
-                full[rows] = sims[:, j]
-                out.append([(int(s.rids[i]), float(full[i])) for i in top(full, rows, k)])
-            return out
+            return s.dense_many(field, queries, k, elig, self._allowed_keys(elig))
 
     def same_key(self, entity: str, attribute: str, elig: Eligibility) -> list[MemoryRecord]:
         """Facts `elig` reaches with this (entity, attribute), oldest first."""
