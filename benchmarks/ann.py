@@ -19,6 +19,10 @@ Parts (each prints a table; numbers are measured in this run, threads pinned to 
 * scale: the graph alone over N resident vectors (clustered, 256 dimensions): build time,
   p50/p95 of the graph search and of numpy exact (`mat @ q` + argpartition) in the same run,
   recall@10, graph MB against the raw vectors' MB, process RSS.
+* neardup: the write path's near-duplicate search of one batch (`Graph.search_many`, what
+  `Store.dense_many` runs for a large tenant) against the exact matrix product it replaces:
+  1,000 queries that restate stored rows (each a stored vector plus a little noise), top 5;
+  seconds per batch and the share of queries whose restated row comes back first.
 * store: a one-tenant store of N memories (the recall benchmark's bulk load), whole recall
   through the approximate index against the same file searched exactly, and numpy.
 """
@@ -271,6 +275,42 @@ def part_scale(
     return out
 
 
+def part_neardup(console: Console, sizes: Sequence[int], dim: int,
+                 batch: int = 1000) -> list[dict[str, Any]]:
+    out = []
+    t = Table(title=f"near-duplicate search of one batch of {batch:,} restatements, top 5, "
+                    "1 thread")
+    for col in ("rows", "exact product s", "graph walk s", "x faster", "restated row first: "
+                "exact / graph"):
+        t.add_column(col)
+    rng = np.random.default_rng(9)
+    for n in sizes:
+        mat, _ = clustered(n, dim, seed=4)
+        g = Graph.build("content", mat)
+        picked = rng.choice(n, batch, replace=False)
+        qs = mat[picked] + 0.05 * rng.standard_normal((batch, dim)).astype(np.float32) / np.sqrt(
+            dim)
+        qs = (qs / np.linalg.norm(qs, axis=1, keepdims=True)).astype(np.float32)
+        allowed = np.ones(n, dtype=np.bool_)
+        t0 = time.perf_counter()
+        sims = mat @ qs.T
+        exact_first = np.argmax(sims, axis=0)
+        exact_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        hits = g.search_many(mat, qs, 5, allowed, n, EF_SEARCH)
+        graph_s = time.perf_counter() - t0
+        found = np.mean([h is not None and len(h) and h[0] == p
+                         for h, p in zip(hits, picked, strict=True)])
+        row = {"rows": n, "exact_s": exact_s, "graph_s": graph_s,
+               "exact_first": float(np.mean(exact_first == picked)), "graph_first": found}
+        out.append(row)
+        t.add_row(f"{n:,}", f"{exact_s:.2f}", f"{graph_s:.2f}", f"{exact_s / graph_s:.1f}x",
+                  f"{row['exact_first']:.3f} / {found:.3f}")
+        del g, mat, sims
+    console.print(t)
+    return out
+
+
 def part_store(
     console: Console, n: int, dim: int, workdir: Path, tenants: int, ann_rows: int
 ) -> dict[str, Any]:
@@ -379,6 +419,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "scale" in parts:
             part_scale(console, [int(x) for x in a.scale_n.split(",")], a.dim,
                        [int(x) for x in a.scale_ef.split(",")])
+        if "neardup" in parts:
+            part_neardup(console, [int(x) for x in a.scale_n.split(",")], a.dim)
         if "store" in parts:
             part_store(console, a.store_n, a.dim, a.workdir, a.store_tenants, a.store_ann_rows)
     return 0
