@@ -336,7 +336,7 @@ class Store:
         rid = int(self.db.last_insert_rowid())
         if analysis is not None:
             self.set_analysis(rid, *analysis)
-        self._role_key_cache.pop(sc.tenant, None)
+        self._wrote_role_key(sc.tenant, sc.role_key)
         self.db.execute(
             "INSERT INTO memories_fts (rowid, content, state_text) VALUES (?, ?, ?)",
             (rid, rec.content, st.describe() if st else ""),
@@ -355,8 +355,9 @@ class Store:
         for r in rows:
             check_write(r.writer, r.record.scope)
         rids = insert_rows(self.db, rows)
-        for tenant in {r.record.scope.tenant for r in rows}:
-            self._role_key_cache.pop(tenant, None)
+        for tenant, role_key in {(r.record.scope.tenant, r.record.scope.role_key)
+                                 for r in rows}:
+            self._wrote_role_key(tenant, role_key)
         return rids
 
     def append_event(
@@ -550,12 +551,25 @@ class Store:
             self._role_key_cache.clear()
         key = tenant if table == "memories" else f"{table}\x00{tenant}"
         if key not in self._role_key_cache:
+            # DISTINCT as a walk of the (tenant, role_key) index from one key to the next: a
+            # seek per distinct key, not a scan of every row of the tenant
             self._role_key_cache[key] = [
                 str(r[0]) for r in self._all(
-                    f"SELECT DISTINCT role_key FROM {table} WHERE tenant = ?", (tenant,)
+                    f"WITH RECURSIVE k(v) AS (SELECT MIN(role_key) FROM {table} WHERE tenant = ?1 "
+                    f"UNION ALL SELECT (SELECT MIN(role_key) FROM {table} WHERE tenant = ?1 "
+                    "AND role_key > k.v) FROM k WHERE k.v IS NOT NULL) "
+                    "SELECT v FROM k WHERE v IS NOT NULL", (tenant,),
                 )
             ]
         return self._role_key_cache[key]
+
+    def _wrote_role_key(self, tenant: str, role_key: str) -> None:
+        """This connection wrote a memory with `role_key`: a cached key list gains it (a key
+        of a write that then rolls back stays listed: harmless, the gate only lists keys whose
+        roles the reader holds, and no row has it)."""
+        known = self._role_key_cache.get(tenant)
+        if known is not None and role_key not in known:
+            known.append(role_key)
 
     def _where(self, scope: Eligibility | System, alias: str = "m") -> tuple[str, list[object]]:
         """The scope layer's SQL for memory rows: the one place a memory query gets its gates."""
@@ -900,8 +914,8 @@ class Store:
         """The oldest memory `elig` reaches with this exact-duplicate key."""
         where, params = self._where(elig)
         row = self._one(
-            f"SELECT {_SELECT} FROM memories m WHERE m.fingerprint = ? AND {where} "
-            "ORDER BY m.rid LIMIT 1",
+            f"SELECT {_SELECT} FROM memories m INDEXED BY memories_fingerprint "
+            f"WHERE m.fingerprint = ? AND {where} ORDER BY m.rid LIMIT 1",
             (fingerprint, *params),
         )
         return None if row is None else _record(row)
@@ -912,7 +926,10 @@ class Store:
             return set()
         where, params = self._where(elig)
         rows = self._all(
-            f"SELECT DISTINCT m.fingerprint FROM memories m WHERE m.fingerprint IN "
+            # without the index named, the planner may walk the tenant's role-key index
+            # (every row of a large tenant) for a single key
+            f"SELECT DISTINCT m.fingerprint FROM memories m INDEXED BY memories_fingerprint "
+            f"WHERE m.fingerprint IN "
             f"({','.join('?' * len(fingerprints))}) AND {where}",
             (*fingerprints, *params),
         )
