@@ -389,6 +389,30 @@ def bulk_load(mem: Memory, emb: Precomputed, specs: Sequence[Spec]) -> list[int]
     return rids
 
 
+def stored_rids(mem: Memory, specs: Sequence[Spec]) -> list[int]:
+    """The rowids of a store `bulk_load` filled with these specs (`--reuse`), found by content
+    (every generated content is unique); refused when a spec is missing."""
+    db = mem.store.db  # type: ignore[attr-defined]
+    by_content = {str(c): int(r) for r, c in db.execute("SELECT rid, content FROM memories")}
+    try:
+        return [by_content[spec.kwargs["content"].strip()] for spec in specs]
+    except KeyError:
+        raise SystemExit("--reuse: the stored file holds other memories (another size, seed "
+                         "or generator): remove it or drop --reuse") from None
+
+
+def stored_extra(mem: Memory, after: int) -> tuple[F32, npt.NDArray[np.int64], list[str]]:
+    """Content vectors, rowids and tenants of the active rows added after the generated ones
+    (an earlier run's adds into a kept store): the numpy baseline holds them too."""
+    db = mem.store.db  # type: ignore[attr-defined]
+    got = list(db.execute(
+        "SELECT m.rid, m.tenant, v.content FROM memories m JOIN vectors v ON v.rid = m.rid "
+        "WHERE m.rid > ? AND m.state = 'ACTIVE' ORDER BY m.rid", (after,)))
+    vecs = (np.stack([np.frombuffer(r[2], dtype=np.float32) for r in got]) if got
+            else np.zeros((0, 1), dtype=np.float32))
+    return vecs, np.asarray([int(r[0]) for r in got], dtype=np.int64), [str(r[1]) for r in got]
+
+
 def _build(mem: Memory, who: Principal, kw: dict[str, Any]) -> MemoryRecord:
     return mem._build(
         content=kw["content"], principal=who, kind=kw.get("kind", "lesson"),
@@ -524,6 +548,8 @@ class Options:
     resident_mb: float
     ann_rows: int
     sqlite_max: int
+    reuse: bool = False
+    """Time a store a previous run kept (`--workdir`) instead of filling a new one."""
 
 
 def _rss_mb() -> float:
@@ -544,16 +570,29 @@ def run_config(
     gen_s = time.perf_counter() - t0
     emb = Precomputed(dim)
     path = workdir / f"recall-{n}-{dim}.db"
+    reused = opts.reuse and path.exists()
     mem = Memory(path, embedder=emb, resident_mb=opts.resident_mb, ann_rows=opts.ann_rows)
     t0 = time.perf_counter()
-    rids = bulk_load(mem, emb, specs)
+    rids = stored_rids(mem, specs) if reused else bulk_load(mem, emb, specs)
     build_s = time.perf_counter() - t0
-    console.log(f"N={n:,} dim={dim}: generated in {gen_s:.1f}s, bulk-loaded in {build_s:.1f}s "
-                f"({n / build_s:,.0f} memories/s)")
+    if reused:
+        console.log(f"N={n:,} dim={dim}: generated in {gen_s:.1f}s, reusing {path}")
+    else:
+        console.log(f"N={n:,} dim={dim}: generated in {gen_s:.1f}s, bulk-loaded in "
+                    f"{build_s:.1f}s ({n / build_s:,.0f} memories/s)")
 
     rid_arr = np.asarray(rids, dtype=np.int64)
     tenant_of = np.asarray([s.tenant for s in specs])
     content = np.stack([s.content_vec for s in specs])
+    if reused:  # an earlier run's adds are stored rows too
+        ex_vecs, ex_rids, ex_tenants = stored_extra(mem, int(rid_arr.max()))
+        if len(ex_rids):
+            content = np.concatenate([content, ex_vecs])
+            rid_arr = np.concatenate([rid_arr, ex_rids])
+            tenant_of = np.concatenate([tenant_of, [
+                next(t for t in range(TENANTS) if principal(t).tenant == x)
+                for x in ex_tenants]])
+            console.log(f"{len(ex_rids)} active rows an earlier run added are in the baseline")
     baselines = {
         t: Baseline(content[tenant_of == t], rid_arr[tenant_of == t]) for t in range(TENANTS)
     }
@@ -901,6 +940,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "library's; 0: exact only)")
     ap.add_argument("--sqlite-max", type=int, default=200_000,
                     help="time the SQLite-alone search path only up to this store size")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --workdir: time the stores a previous run kept there (same "
+                         "seed) instead of filling new ones; the adds then go into them")
     ap.add_argument("--profile", type=Path, default=None,
                     help="cProfile the recall loop of the largest configuration into this file")
     args = ap.parse_args(argv)
@@ -911,8 +953,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     tp_n = min(args.throughput_n, 500) if args.quick else args.throughput_n
     from situated.store.ann import DEFAULT_ROWS
 
+    if args.reuse and args.workdir is None:
+        raise SystemExit("--reuse needs --workdir (where a previous run kept its stores)")
     opts = Options(args.resident_mb,
-                   DEFAULT_ROWS if args.ann_rows is None else args.ann_rows, args.sqlite_max)
+                   DEFAULT_ROWS if args.ann_rows is None else args.ann_rows, args.sqlite_max,
+                   args.reuse)
     probe = Console()
     console = Console(width=max(probe.width, 160) if probe.is_terminal else 230)
     facts = machine()
