@@ -111,7 +111,9 @@ def test_plan_and_failure_lessons_parse_from_the_rules_distillers_wording() -> N
     })
     drafts = RulesDistiller().distill(traj)
     plans = [parse_guidance("m1", d.content) for d in drafts if not d.failure_lesson]
-    assert plans[0][0] == Plan("m1", ("open door to workshop", "focus on red light bulb"))
+    # the last action (what the success turned on) is a lesson of its own
+    assert [p for p, _ in plans] == [Plan("m1", ("open door to workshop",)),
+                                     Plan("m1", ("focus on red light bulb",))]
     fails = [parse_guidance("m2", d.content) for d in drafts if d.failure_lesson]
     assert fails and fails[0] == (None, [("focus on red light bulb", "m2")])
 
@@ -313,5 +315,31 @@ def test_plans_of_long_tasks_are_not_cut_at_forty_actions() -> None:
     traj = Trajectory.model_validate({"episode_id": "long", "task": "grow a plant",
                                       "steps": steps, "outcome": {"success": True}})
     plans = [d for d in RulesDistiller().distill(traj) if not d.failure_lesson]
-    assert len(plans) == 5
-    assert "act 149" in plans[-1].content
+    assert len(plans) == 6  # five rooms, the last one's decisive action on its own
+    assert "act 120; " in plans[4].content and "act 148." in plans[4].content
+    assert plans[-1].content.endswith(": act 149.")
+
+
+WORKSHOP = "\n".join([
+    "This room is called the workshop. In it, you see: ",
+    "\tthe agent",
+    "\tA aluminum foil",
+    "\ta red light bulb, which is on",
+    "\ta sink, which is turned off. In the sink is: nothing.",
+    "\ta table. On the table is: a battery, a green light bulb, which is off, a orange wire, "
+    "a switch, which is off.",
+    "You also see:",
+    "\tA door to the hallway (that is open)",
+    "",
+])
+
+
+def test_observed_states_of_objects_become_facts() -> None:
+    room = parse_look(WORKSHOP)
+    assert room.states == {"red light bulb": "on", "sink": "turned off",
+                           "green light bulb": "off", "switch": "off"}
+    assert "green light bulb" in room.contents and "which is off" not in room.contents
+    facts = state_facts(room, (), {})
+    assert facts["state_red_light_bulb"] == "on"
+    assert facts["state_green_light_bulb"] == "off" and facts["state_sink"] == "turned off"
+    assert not any(k.startswith("state_") for k in state_facts(parse_look(KITCHEN), (), {}))

@@ -5,12 +5,14 @@ The trajectory format (JSON, validated by `Trajectory`):
     {"episode_id": "ep-17", "task": "boil water", "namespace": "kitchen",
      "steps": [{"observation": "You are in the kitchen. The stove is off.",
                 "facts": {"room": "kitchen", "stove_on": false},
-                "action": "turn on stove", "result": "The stove is now on."}, ...],
+                "action": "turn on stove", "result": "The stove is now on.",
+                "reward": 0.5}, ...],
      "outcome": {"success": true, "reward": 1.0}}
 
 Required: `episode_id`, `task`, `steps` (1 to 500) and `outcome.success`; `namespace`
 defaults to "default", and each step's `observation`, `facts` (flat: string, number, boolean or
-null values), `action` and `result` may be left out. The README and `situated learn --help`
+null values), `action`, `result` and `reward` (the episode's reward or score after the step,
+when the environment reports one) may be left out. The README and `situated learn --help`
 show the same format.
 
 Distillers turn a trajectory into `LessonDraft`s; `Memory.learn` sends each through the same
@@ -30,7 +32,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from situated.models import FactValue, State, check_unicode
+from situated.models import MAX_CONTENT_CHARS, FactValue, State, check_unicode
 
 MAX_STEPS = 500
 
@@ -44,6 +46,9 @@ class Step(BaseModel):
     facts: dict[str, FactValue] = Field(default_factory=dict)
     action: str = Field(default="", max_length=2000)
     result: str = Field(default="", max_length=8000)
+    reward: float | None = Field(default=None, allow_inf_nan=False)
+    """The episode's reward (or score) after this step, when the environment reports one: the
+    step where it last changed is the one a success turned on (`decisive_step`)."""
 
     @field_validator("facts", mode="before")
     @classmethod
@@ -133,6 +138,28 @@ MAX_PLAN_ACTIONS = 200
 each piece is still one place's steps)."""
 
 
+def fit_pieces(
+    pieces: list[list[tuple[int, Step]]], budget: int
+) -> list[list[tuple[int, Step]]]:
+    """The pieces, each cut into consecutive runs whose actions joined by "; " fit in `budget`
+    characters (a lesson's content has a size limit; a long task's piece in one room can
+    exceed it). A single action longer than the budget stays alone."""
+    out: list[list[tuple[int, Step]]] = []
+    for piece in pieces:
+        run: list[tuple[int, Step]] = []
+        size = 0
+        for i, step in piece:
+            n = len(step.action.strip()) + 2
+            if run and size + n > budget:
+                out.append(run)
+                run, size = [], 0
+            run.append((i, step))
+            size += n
+        if run:
+            out.append(run)
+    return out
+
+
 def derived_conditions(
     facts: Mapping[str, FactValue], action: str, always: Sequence[str] = ()
 ) -> tuple[str, ...]:
@@ -184,15 +211,54 @@ def observed_along(piece: Sequence[tuple[int, Step]]) -> dict[str, FactValue]:
     return facts
 
 
+def decisive_step(steps: Sequence[Step]) -> int | None:
+    """The index of the acted step a finished episode's outcome turned on: the last acted step
+    whose `reward` differs from the reward before it (0 before the first step), when steps
+    carry rewards; else the last acted step. None when no step acted."""
+    acted = [i for i, s in enumerate(steps) if s.action.strip()]
+    if not acted:
+        return None
+    if any(s.reward is not None for s in steps):
+        last, prev = None, 0.0
+        for i, s in enumerate(steps):
+            if s.reward is None:
+                continue
+            if s.reward != prev and s.action.strip():
+                last = i
+            prev = s.reward
+        if last is not None:
+            return last
+    return acted[-1]
+
+
+def split_at_decision(
+    pieces: list[list[tuple[int, Step]]], decisive: int | None
+) -> list[list[tuple[int, Step]]]:
+    """The pieces with the one holding the decisive step cut just before it, so the decisive
+    action starts a lesson of its own whose state is the observation it was taken on: what
+    the outcome depended on (the light that came on, the reading taken, the door found open)
+    becomes that lesson's facts and conditions, checked against the present when the agent
+    gets there, instead of being hidden in the middle of a plan learned from an earlier state."""
+    out: list[list[tuple[int, Step]]] = []
+    for piece in pieces:
+        cut = next((k for k, (i, _) in enumerate(piece) if i == decisive), 0)
+        if cut > 0:
+            out += [piece[:cut], piece[cut:]]
+        else:
+            out.append(piece)
+    return out
+
+
 class RulesDistiller:
     """No model. From a success: the plan, one lesson per place it passes through (each with the
-    state it starts from, and the facts first observed along the way: `observed_along`). From
-    any episode: a 'what went wrong' lesson per step whose result reports a failure, and for a
-    failed episode one about its last action only when that action visibly failed (running out
-    of steps blames nothing)."""
+    state it starts from, and the facts first observed along the way: `observed_along`), the
+    step the outcome turned on starting a lesson of its own (`decisive_step`,
+    `split_at_decision`). From any episode: a 'what went wrong' lesson per step whose result
+    reports a failure, and for a failed episode one about its last action only when that action
+    visibly failed (running out of steps blames nothing)."""
 
     name = "rules"
-    version = "3"
+    version = "4"
 
     def distill(self, trajectory: Trajectory) -> list[LessonDraft]:
         t = trajectory
@@ -201,7 +267,9 @@ class RulesDistiller:
         acted = [(i, s) for i, s in enumerate(t.steps) if s.action.strip()]
         drafts: list[LessonDraft] = []
         if t.outcome.success and acted:
-            pieces = plan_segments(acted[:MAX_PLAN_ACTIONS])
+            pieces = split_at_decision(plan_segments(acted[:MAX_PLAN_ACTIONS]),
+                                       decisive_step(t.steps))
+            pieces = fit_pieces(pieces, MAX_CONTENT_CHARS - len(task) - 120)
             for n, piece in enumerate(pieces, start=1):
                 i0, first = piece[0]
                 plan = "; ".join(s.action.strip() for _, s in piece)
