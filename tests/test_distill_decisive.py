@@ -115,3 +115,49 @@ def test_learning_a_long_success_stays_within_the_content_limit(tmp_path: Path) 
     me = Principal(tenant="t")
     with Memory(tmp_path / "m.db", embedder="hash") as mem:
         assert len(mem.learn(traj, principal=me)) > 2
+
+
+def _lab(episode: str, thing: str, lit: bool, box: str) -> Trajectory:
+    """The same episode with the lamp seen in view (`observed`), among incidental things."""
+    seen = {"state_generator": "off", "state_red_lamp": "off", "state_blue_lamp": "off"}
+    after = {**seen, "state_red_lamp": "on" if lit else "off"}
+    facts = {"location": "lab", "inventory": thing}
+    return Trajectory.model_validate({"episode_id": episode, "task": TASK, "namespace": "lab",
+                                      "outcome": {"success": True}, "steps": [
+        {"facts": facts, "observed": seen, "action": f"connect {thing} to red lamp",
+         "reward": 0.3},
+        {"facts": facts, "observed": seen, "action": "wait", "reward": 0.5},
+        {"facts": facts, "observed": after, "action": f"move {thing} to {box}", "reward": 1.0},
+    ]})
+
+
+def test_only_observations_the_outcome_turned_on_are_kept() -> None:
+    lit_head, lit_tail = RulesDistiller().distill(_lab("a", "foil", True, "red box"))
+    # the lamp came on: kept; the generator and the other lamp are incidental
+    assert "state_red_lamp == 'on'" in lit_tail.conditions
+    assert not any("generator" in c or "blue_lamp" in c for c in lit_tail.conditions)
+    assert lit_tail.state.facts["state_red_lamp"] == "on"
+    assert not any(k.startswith("state_") for k in lit_head.state.facts)
+    # the lamp stayed off: kept all the same, because the plan built the circuit with it
+    _, dark_tail = RulesDistiller().distill(_lab("b", "wood", False, "green box"))
+    assert "state_red_lamp == 'off'" in dark_tail.conditions
+    assert not any("generator" in c for c in dark_tail.conditions)
+
+
+def test_recall_serves_the_box_the_observed_lamp_points_to(tmp_path: Path) -> None:
+    me = Principal(tenant="lab")
+    with Memory(tmp_path / "m.db", embedder="hash") as mem:
+        mem.learn(_lab("a", "foil", True, "red box"), principal=me)
+        mem.learn(_lab("b", "wood", False, "green box"), principal=me)
+
+        def served(**seen: str) -> tuple[str, str]:
+            b = mem.recall(State("lab", {"location": "lab", "inventory": "nail", **seen}),
+                           principal=me, namespace="lab", intent=TASK)
+            return b.mode.value, " ".join(i.text for i in b.items if "move" in i.text)
+
+        assert served(state_red_lamp="on")[0] == "GUIDED"
+        assert "red box" in served(state_red_lamp="on")[1]
+        assert "green box" not in served(state_red_lamp="on")[1]
+        assert "green box" in served(state_red_lamp="off")[1]
+        # a generator of another kind in view changes nothing
+        assert "red box" in served(state_red_lamp="on", state_wind_turbine="off")[1]

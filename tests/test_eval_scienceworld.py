@@ -20,6 +20,7 @@ from situated.eval.envs.scienceworld import (
 from situated.eval.envs.stats import bootstrap_mean, wilson
 from situated.eval.envs.swagent import Advice, BriefedAgent, Plan, parse_guidance
 from situated.eval.envs.swparse import (
+    observed_facts,
     parse_inventory,
     parse_look,
     short_task,
@@ -339,7 +340,8 @@ def test_observed_states_of_objects_become_facts() -> None:
     assert room.states == {"red light bulb": "on", "sink": "turned off",
                            "green light bulb": "off", "switch": "off"}
     assert "green light bulb" in room.contents and "which is off" not in room.contents
-    facts = state_facts(room, (), {})
-    assert facts["state_red_light_bulb"] == "on"
-    assert facts["state_green_light_bulb"] == "off" and facts["state_sink"] == "turned off"
-    assert not any(k.startswith("state_") for k in state_facts(parse_look(KITCHEN), (), {}))
+    seen = observed_facts(room)
+    assert seen["state_red_light_bulb"] == "on"
+    assert seen["state_green_light_bulb"] == "off" and seen["state_sink"] == "turned off"
+    assert not any(k.startswith("state_") for k in state_facts(room, (), {}))
+    assert observed_facts(parse_look(KITCHEN)) == {}

@@ -11,8 +11,10 @@ The trajectory format (JSON, validated by `Trajectory`):
 
 Required: `episode_id`, `task`, `steps` (1 to 500) and `outcome.success`; `namespace`
 defaults to "default", and each step's `observation`, `facts` (flat: string, number, boolean or
-null values), `action`, `result` and `reward` (the episode's reward or score after the step,
-when the environment reports one) may be left out. The README and `situated learn --help`
+null values), `observed` (flat facts about the surroundings, such as the state of each object
+in view: kept by a lesson only where its outcome turned on them), `action`, `result` and
+`reward` (the episode's reward or score after the step, when the environment reports one) may
+be left out. The README and `situated learn --help`
 show the same format.
 
 Distillers turn a trajectory into `LessonDraft`s; `Memory.learn` sends each through the same
@@ -44,13 +46,17 @@ class Step(BaseModel):
 
     observation: str = Field(default="", max_length=8000)
     facts: dict[str, FactValue] = Field(default_factory=dict)
+    observed: dict[str, FactValue] = Field(default_factory=dict)
+    """What the agent saw of its surroundings (an object's state: `{"state_lamp": "on"}`):
+    unlike `facts`, not a precondition of every lesson; a lesson keeps the ones its outcome
+    turned on (`deciding_facts`)."""
     action: str = Field(default="", max_length=2000)
     result: str = Field(default="", max_length=8000)
     reward: float | None = Field(default=None, allow_inf_nan=False)
     """The episode's reward (or score) after this step, when the environment reports one: the
     step where it last changed is the one a success turned on (`decisive_step`)."""
 
-    @field_validator("facts", mode="before")
+    @field_validator("facts", "observed", mode="before")
     @classmethod
     def _flat(cls, v: Any) -> Any:
         State("", v)  # reuse State's validation of flat facts
@@ -249,13 +255,38 @@ def split_at_decision(
     return out
 
 
+def _names_subject(text: str, key: str) -> bool:
+    """Whether `text` names what the fact `key` is about: its words as a phrase, or its words
+    after the first ("state_red_light_bulb" -> "red light bulb")."""
+    words = [w for w in re.split(r"[\W_]+", key.lower()) if w]
+    for phrase in (" ".join(words), " ".join(words[1:])):
+        if re.search(r"[a-z]", phrase) and re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text):
+            return True
+    return False
+
+
+def deciding_facts(piece: Sequence[tuple[int, Step]], decisive: int) -> dict[str, FactValue]:
+    """What the decisive step's outcome may have turned on, among the things observed in view
+    (`Step.observed`) just before it: those that changed or first appeared since the piece
+    started (a light that came on), and those of things the piece's actions name (the bulb
+    the circuit was built with, lit or not). Incidental surroundings are left out."""
+    at = next((s for i, s in piece if i == decisive), None)
+    if at is None:
+        return {}
+    start = piece[0][1].observed
+    named = " ".join(s.action.strip() for _, s in piece).lower()
+    return {k: v for k, v in at.observed.items()
+            if k not in start or start[k] != v or _names_subject(named, k)}
+
+
 class RulesDistiller:
     """No model. From a success: the plan, one lesson per place it passes through (each with the
     state it starts from, and the facts first observed along the way: `observed_along`), the
     step the outcome turned on starting a lesson of its own (`decisive_step`,
-    `split_at_decision`). From any episode: a 'what went wrong' lesson per step whose result
-    reports a failure, and for a failed episode one about its last action only when that action
-    visibly failed (running out of steps blames nothing)."""
+    `split_at_decision`) that also keeps, as facts and conditions, what was observed in view
+    that the outcome turned on (`deciding_facts`). From any episode: a 'what went wrong' lesson
+    per step whose result reports a failure, and for a failed episode one about its last action
+    only when that action visibly failed (running out of steps blames nothing)."""
 
     name = "rules"
     version = "4"
@@ -267,9 +298,12 @@ class RulesDistiller:
         acted = [(i, s) for i, s in enumerate(t.steps) if s.action.strip()]
         drafts: list[LessonDraft] = []
         if t.outcome.success and acted:
-            pieces = split_at_decision(plan_segments(acted[:MAX_PLAN_ACTIONS]),
-                                       decisive_step(t.steps))
-            pieces = fit_pieces(pieces, MAX_CONTENT_CHARS - len(task) - 120)
+            whole = plan_segments(acted[:MAX_PLAN_ACTIONS])
+            decisive = decisive_step(t.steps)
+            deciding = next((deciding_facts(p, decisive) for p in whole
+                             if decisive is not None and any(i == decisive for i, _ in p)), {})
+            pieces = fit_pieces(split_at_decision(whole, decisive),
+                                MAX_CONTENT_CHARS - len(task) - 120)
             for n, piece in enumerate(pieces, start=1):
                 i0, first = piece[0]
                 plan = "; ".join(s.action.strip() for _, s in piece)
@@ -278,6 +312,9 @@ class RulesDistiller:
                         if len(pieces) > 1 else "")
                 always = [k for k in PLACE_KEYS if k in first.facts]
                 facts = observed_along(piece)
+                if i0 == decisive:  # what it turned on is part of its state, and required
+                    facts.update(deciding)
+                    always += list(deciding)
                 drafts.append(
                     LessonDraft(
                         content=f"To {task}{part}: {plan}.",

@@ -25,7 +25,9 @@ The evaluation, for each task:
 Trajectories (`situated.write.distill.Trajectory`): one step per action the simulator accepted.
 `observation` is the `look around` text before the action; `facts` are those of
 `swparse.state_facts` (location, inventory, visible objects, and the task's target, rooms,
-answer boxes and threshold parsed from the description); `result` is the simulator's answer,
+answer boxes and threshold parsed from the description), `observed` those of
+`swparse.observed_facts` (the states of the objects in view, which the present state at a
+consultation carries too); `result` is the simulator's answer,
 followed by the score change when there is one (`[score 50 -> -100: the task failed]` when the
 score drops below zero, the environment's failure signal); `reward` is the score after the
 step / 100 (the distiller's `decisive_step` is where it last changed). The outcome is success
@@ -69,6 +71,7 @@ from situated.eval.envs.swagent import NO_ADVICE, Advice, BriefedAgent, Plan, pa
 from situated.eval.envs.swparse import (
     AMBIGUOUS,
     is_invalid,
+    observed_facts,
     parse_inventory,
     parse_look,
     short_task,
@@ -318,7 +321,8 @@ def run_episode(
     room, inv = parse_look(look), parse_inventory(env.inventory())
 
     def ask() -> None:
-        state = State(look[:OBS_CHARS], state_facts(room, inv, tfacts))
+        facts = {**observed_facts(room), **state_facts(room, inv, tfacts)}
+        state = State(look[:OBS_CHARS], facts)
         advice = consult(state, intent, frozenset(agent.started))
         ep.advices.append(advice)
         agent.advise(advice)
@@ -334,8 +338,8 @@ def run_episode(
             continue
         ep.steps.append(
             Step(observation=look[:OBS_CHARS], facts=state_facts(room, inv, tfacts),
-                 action=action, result=annotate(out.text, score, out.score),
-                 reward=out.score / 100.0)
+                 observed=observed_facts(room), action=action,
+                 result=annotate(out.text, score, out.score), reward=out.score / 100.0)
         )
         ep.guided_steps += plan_id is not None
         score = out.score
@@ -369,8 +373,8 @@ def gold_episode(env: SWEnv, task: str, variation: int) -> tuple[Episode, tuple[
             continue
         ep.steps.append(
             Step(observation=look[:OBS_CHARS], facts=state_facts(room, inv, tfacts),
-                 action=action, result=annotate(out.text, score, out.score),
-                 reward=out.score / 100.0)
+                 observed=observed_facts(room), action=action,
+                 result=annotate(out.text, score, out.score), reward=out.score / 100.0)
         )
         score = out.score
         if out.done:

@@ -7,6 +7,10 @@ What becomes a fact (all flat scalars, as `State.facts` requires):
   when empty.
 - `visible`: the top-level objects of the room, sorted, then its doors ("door to kitchen"),
   comma-joined (the agent and the air left out): what the agent sees without opening anything.
+
+What the agent sees of its surroundings (`observed_facts`, a step's `observed` in a trajectory:
+kept by a lesson only where its outcome turned on them):
+
 - `state_<object>`: the observed state of each object the room's text gives one for
   ("a red light bulb, which is on" -> `state_red_light_bulb = "on"`; "a sink, which is turned
   off" -> `state_sink = "turned off"`), top-level objects and what lies on or in them; what
@@ -225,8 +229,7 @@ def focus_steps(description: str) -> tuple[str, ...]:
 def state_facts(
     room: Room, inventory: tuple[str, ...], task: dict[str, FactValue]
 ) -> dict[str, FactValue]:
-    """The facts of one step: location, inventory, visible objects, their observed states and
-    the task's facts."""
+    """The facts of one step: location, inventory, visible objects and the task's facts."""
     visible = sorted(o for o in room.objects if o not in _HIDDEN_OBJECTS)
     visible += [f"door to {r}" for r in sorted(room.doors)]
     facts: dict[str, FactValue] = {
@@ -234,11 +237,14 @@ def state_facts(
         "inventory": ", ".join(sorted(inventory)) or "nothing",
         "visible": ", ".join(visible)[:300] or "nothing",
     }
-    for obj, state in sorted(room.states.items())[:MAX_STATE_FACTS]:
-        if obj not in _HIDDEN_OBJECTS and "'" not in state:
-            facts.setdefault(state_key(obj), state)
     facts.update(task)
     return facts
+
+
+def observed_facts(room: Room) -> dict[str, FactValue]:
+    """The observed states of the objects in view (`state_<object>`; at most 40)."""
+    return {state_key(obj): state for obj, state in sorted(room.states.items())[:MAX_STATE_FACTS]
+            if obj not in _HIDDEN_OBJECTS and "'" not in state}
 
 
 def is_invalid(response: str) -> bool:
