@@ -31,7 +31,8 @@ def test_facts_read_along_the_piece_join_its_state_and_conditions() -> None:
     t = _traj("e1", "fry", "stove")
     assert observed_along([(i, s) for i, s in enumerate(t.steps)]) == {
         "location": "kitchen", **RECIPE}
-    # two lessons: the kitchen piece, and its last action (what the success turned on)
+    # two lessons: the kitchen piece, and its last action (what the success turned on), cut off
+    # because the recipe was read in between
     head, tail = RulesDistiller().distill(t)
     assert tail.content.endswith(": cook red potato with stove.")
     for plan in (head, tail):

@@ -279,6 +279,25 @@ def deciding_facts(piece: Sequence[tuple[int, Step]], decisive: int) -> dict[str
             if k not in start or start[k] != v or _names_subject(named, k)}
 
 
+def shows_more(
+    piece: Sequence[tuple[int, Step]], decisive: int | None, deciding: Mapping[str, FactValue]
+) -> bool:
+    """Whether the observation the decisive step was taken on shows something the piece's start
+    did not: a deciding observation that changed or appeared, or a fact that would be a
+    condition of the decisive lesson with another value than at the start. Only then is the
+    decisive step cut off (`split_at_decision`): a lesson whose state cannot be told from the
+    start of its piece would be served there, before the steps that lead to it."""
+    at = next((s for i, s in piece if i == decisive), None)
+    if at is None or at is piece[0][1]:
+        return False
+    start = {**piece[0][1].observed, **piece[0][1].facts}
+    tail = [s for i, s in piece if decisive is not None and i >= decisive]
+    facts = {**observed_along([(0, s) for s in tail]), **deciding}
+    plan = "; ".join(s.action.strip() for s in tail)
+    keys = {c.split(" ", 1)[0] for c in derived_conditions(facts, plan, list(deciding))}
+    return any(k not in start or start[k] != facts[k] for k in keys)
+
+
 class RulesDistiller:
     """No model. From a success: the plan, one lesson per place it passes through (each with the
     state it starts from, and the facts first observed along the way: `observed_along`), the
@@ -300,8 +319,10 @@ class RulesDistiller:
         if t.outcome.success and acted:
             whole = plan_segments(acted[:MAX_PLAN_ACTIONS])
             decisive = decisive_step(t.steps)
-            deciding = next((deciding_facts(p, decisive) for p in whole
-                             if decisive is not None and any(i == decisive for i, _ in p)), {})
+            home = next((p for p in whole if any(i == decisive for i, _ in p)), None)
+            deciding = deciding_facts(home, decisive) if home and decisive is not None else {}
+            if home is None or not shows_more(home, decisive, deciding):
+                decisive = None  # nothing new to see there: the piece keeps it, with its facts
             pieces = fit_pieces(split_at_decision(whole, decisive),
                                 MAX_CONTENT_CHARS - len(task) - 120)
             for n, piece in enumerate(pieces, start=1):
@@ -312,7 +333,8 @@ class RulesDistiller:
                         if len(pieces) > 1 else "")
                 always = [k for k in PLACE_KEYS if k in first.facts]
                 facts = observed_along(piece)
-                if i0 == decisive:  # what it turned on is part of its state, and required
+                if i0 == decisive or (home is not None and piece[-1] == home[-1]):
+                    # what the outcome turned on is part of the lesson's state, and required
                     facts.update(deciding)
                     always += list(deciding)
                 drafts.append(
