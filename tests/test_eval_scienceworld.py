@@ -20,6 +20,7 @@ from situated.eval.envs.scienceworld import (
 from situated.eval.envs.stats import bootstrap_mean, wilson
 from situated.eval.envs.swagent import Advice, BriefedAgent, Plan, parse_guidance
 from situated.eval.envs.swparse import (
+    observed_facts,
     parse_inventory,
     parse_look,
     short_task,
@@ -315,3 +316,29 @@ def test_plans_of_long_tasks_are_not_cut_at_forty_actions() -> None:
     plans = [d for d in RulesDistiller().distill(traj) if not d.failure_lesson]
     assert len(plans) == 5
     assert "act 149" in plans[-1].content
+
+
+WORKSHOP = "\n".join([
+    "This room is called the workshop. In it, you see: ",
+    "\tthe agent",
+    "\tA aluminum foil",
+    "\ta red light bulb, which is on",
+    "\ta sink, which is turned off. In the sink is: nothing.",
+    "\ta table. On the table is: a battery, a green light bulb, which is off, a orange wire, "
+    "a switch, which is off.",
+    "You also see:",
+    "\tA door to the hallway (that is open)",
+    "",
+])
+
+
+def test_observed_states_of_objects_become_facts() -> None:
+    room = parse_look(WORKSHOP)
+    assert room.states == {"red light bulb": "on", "sink": "turned off",
+                           "green light bulb": "off", "switch": "off"}
+    assert "green light bulb" in room.contents and "which is off" not in room.contents
+    seen = observed_facts(room)
+    assert seen["state_red_light_bulb"] == "on"
+    assert seen["state_green_light_bulb"] == "off" and seen["state_sink"] == "turned off"
+    assert not any(k.startswith("state_") for k in state_facts(room, (), {}))
+    assert observed_facts(parse_look(KITCHEN)) == {}

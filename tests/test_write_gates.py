@@ -263,8 +263,10 @@ def test_distillation_yields_situated_lessons(tmp_path: Path) -> None:
     who = Principal(tenant="acme")
     ok = mem.learn(TRAJ_OK, principal=who)
     bad = mem.learn(json.dumps(TRAJ_FAIL), principal=who)
-    plan = ok[0]
-    assert plan.content.startswith("To boil water:")
+    plan, last = ok[0], ok[1]
+    # the last step was taken once the stove was seen on: a lesson of its own (distiller v4)
+    assert plan.content.startswith("To boil water (part 1 of 2")
+    assert last.content.endswith("): wait.") and "stove_on == true" in last.conditions
     assert plan.source.state is not None and plan.source.state.facts["room"] == "kitchen"
     assert "stove_on == false" in plan.conditions
     assert "pot_location == 'counter'" not in plan.conditions  # named by the action: a binding

@@ -694,8 +694,9 @@ def learn(
 
     Required: episode_id, task, steps (1 to 500) and outcome.success. Optional: namespace
     (default "default"), outcome.reward, and in each step observation, facts (flat: string,
-    number, true/false or null values), action and result. Text that is not such an object is
-    refused with the field named; nothing is written.
+    number, true/false or null values), observed (flat facts about the surroundings, kept only
+    where the outcome turned on them), action, result and reward (the reward after the step).
+    Text that is not such an object is refused with the field named; nothing is written.
     """
     from situated.service.models import GatedDoc
 

@@ -166,11 +166,16 @@ def eval_scienceworld(
     ] = False,
     out: Annotated[Path, typer.Option("--out", file_okay=False)] = Path("eval-results"),
     tasks: Annotated[
-        str | None, typer.Option("--tasks", help="Comma-separated ScienceWorld task names.")
+        str | None, typer.Option("--tasks", help="Comma-separated ScienceWorld task names, "
+                                 "or 'all' for its 30 tasks.")
     ] = None,
     variations: Annotated[
         int | None, typer.Option("--variations", min=1, max=10_000,
                                  help="Test variations per task.")
+    ] = None,
+    train_variations: Annotated[
+        int | None, typer.Option("--train-variations", min=1, max=10_000,
+                                 help="Train variations per task that memory is built from.")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1)] = 0,
 ) -> None:
@@ -179,7 +184,7 @@ def eval_scienceworld(
 
     settings: Settings = ctx.obj
     run_scienceworld(quick, out, Console(), tasks=tasks.split(",") if tasks else None,
-                     variations=variations, seed=seed,
+                     variations=variations, seed=seed, train_variations=train_variations,
                      embedder=settings.embedder or DEFAULT_EMBEDDER)
 
 

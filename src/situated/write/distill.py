@@ -5,12 +5,16 @@ The trajectory format (JSON, validated by `Trajectory`):
     {"episode_id": "ep-17", "task": "boil water", "namespace": "kitchen",
      "steps": [{"observation": "You are in the kitchen. The stove is off.",
                 "facts": {"room": "kitchen", "stove_on": false},
-                "action": "turn on stove", "result": "The stove is now on."}, ...],
+                "action": "turn on stove", "result": "The stove is now on.",
+                "reward": 0.5}, ...],
      "outcome": {"success": true, "reward": 1.0}}
 
 Required: `episode_id`, `task`, `steps` (1 to 500) and `outcome.success`; `namespace`
 defaults to "default", and each step's `observation`, `facts` (flat: string, number, boolean or
-null values), `action` and `result` may be left out. The README and `situated learn --help`
+null values), `observed` (flat facts about the surroundings, such as the state of each object
+in view: kept by a lesson only where its outcome turned on them), `action`, `result` and
+`reward` (the episode's reward or score after the step, when the environment reports one) may
+be left out. The README and `situated learn --help`
 show the same format.
 
 Distillers turn a trajectory into `LessonDraft`s; `Memory.learn` sends each through the same
@@ -30,7 +34,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from situated.models import FactValue, State, check_unicode
+from situated.models import MAX_CONTENT_CHARS, FactValue, State, check_unicode
 
 MAX_STEPS = 500
 
@@ -42,10 +46,17 @@ class Step(BaseModel):
 
     observation: str = Field(default="", max_length=8000)
     facts: dict[str, FactValue] = Field(default_factory=dict)
+    observed: dict[str, FactValue] = Field(default_factory=dict)
+    """What the agent saw of its surroundings (an object's state: `{"state_lamp": "on"}`):
+    unlike `facts`, not a precondition of every lesson; a lesson keeps the ones its outcome
+    turned on (`deciding_facts`)."""
     action: str = Field(default="", max_length=2000)
     result: str = Field(default="", max_length=8000)
+    reward: float | None = Field(default=None, allow_inf_nan=False)
+    """The episode's reward (or score) after this step, when the environment reports one: the
+    step where it last changed is the one a success turned on (`decisive_step`)."""
 
-    @field_validator("facts", mode="before")
+    @field_validator("facts", "observed", mode="before")
     @classmethod
     def _flat(cls, v: Any) -> Any:
         State("", v)  # reuse State's validation of flat facts
@@ -133,6 +144,28 @@ MAX_PLAN_ACTIONS = 200
 each piece is still one place's steps)."""
 
 
+def fit_pieces(
+    pieces: list[list[tuple[int, Step]]], budget: int
+) -> list[list[tuple[int, Step]]]:
+    """The pieces, each cut into consecutive runs whose actions joined by "; " fit in `budget`
+    characters (a lesson's content has a size limit; a long task's piece in one room can
+    exceed it). A single action longer than the budget stays alone."""
+    out: list[list[tuple[int, Step]]] = []
+    for piece in pieces:
+        run: list[tuple[int, Step]] = []
+        size = 0
+        for i, step in piece:
+            n = len(step.action.strip()) + 2
+            if run and size + n > budget:
+                out.append(run)
+                run, size = [], 0
+            run.append((i, step))
+            size += n
+        if run:
+            out.append(run)
+    return out
+
+
 def derived_conditions(
     facts: Mapping[str, FactValue], action: str, always: Sequence[str] = ()
 ) -> tuple[str, ...]:
@@ -184,15 +217,98 @@ def observed_along(piece: Sequence[tuple[int, Step]]) -> dict[str, FactValue]:
     return facts
 
 
+def decisive_step(steps: Sequence[Step]) -> int | None:
+    """The index of the acted step a finished episode's outcome turned on: the last acted step
+    whose `reward` differs from the reward before it (0 before the first step), when steps
+    carry rewards; else the last acted step. None when no step acted."""
+    acted = [i for i, s in enumerate(steps) if s.action.strip()]
+    if not acted:
+        return None
+    if any(s.reward is not None for s in steps):
+        last, prev = None, 0.0
+        for i, s in enumerate(steps):
+            if s.reward is None:
+                continue
+            if s.reward != prev and s.action.strip():
+                last = i
+            prev = s.reward
+        if last is not None:
+            return last
+    return acted[-1]
+
+
+def split_at_decision(
+    pieces: list[list[tuple[int, Step]]], decisive: int | None
+) -> list[list[tuple[int, Step]]]:
+    """The pieces with the one holding the decisive step cut just before it, so the decisive
+    action starts a lesson of its own whose state is the observation it was taken on: what
+    the outcome depended on (the light that came on, the reading taken, the door found open)
+    becomes that lesson's facts and conditions, checked against the present when the agent
+    gets there, instead of being hidden in the middle of a plan learned from an earlier state."""
+    out: list[list[tuple[int, Step]]] = []
+    for piece in pieces:
+        cut = next((k for k, (i, _) in enumerate(piece) if i == decisive), 0)
+        if cut > 0:
+            out += [piece[:cut], piece[cut:]]
+        else:
+            out.append(piece)
+    return out
+
+
+def _names_subject(text: str, key: str) -> bool:
+    """Whether `text` names what the fact `key` is about: its words as a phrase, or its words
+    after the first ("state_red_light_bulb" -> "red light bulb")."""
+    words = [w for w in re.split(r"[\W_]+", key.lower()) if w]
+    for phrase in (" ".join(words), " ".join(words[1:])):
+        if re.search(r"[a-z]", phrase) and re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text):
+            return True
+    return False
+
+
+def deciding_facts(piece: Sequence[tuple[int, Step]], decisive: int) -> dict[str, FactValue]:
+    """What the decisive step's outcome may have turned on, among the things observed in view
+    (`Step.observed`) just before it: those that changed or first appeared since the piece
+    started (a light that came on), and those of things the piece's actions name (the bulb
+    the circuit was built with, lit or not). Incidental surroundings are left out."""
+    at = next((s for i, s in piece if i == decisive), None)
+    if at is None:
+        return {}
+    start = piece[0][1].observed
+    named = " ".join(s.action.strip() for _, s in piece).lower()
+    return {k: v for k, v in at.observed.items()
+            if k not in start or start[k] != v or _names_subject(named, k)}
+
+
+def shows_more(
+    piece: Sequence[tuple[int, Step]], decisive: int | None, deciding: Mapping[str, FactValue]
+) -> bool:
+    """Whether the observation the decisive step was taken on shows something the piece's start
+    did not: a deciding observation that changed or appeared, or a fact that would be a
+    condition of the decisive lesson with another value than at the start. Only then is the
+    decisive step cut off (`split_at_decision`): a lesson whose state cannot be told from the
+    start of its piece would be served there, before the steps that lead to it."""
+    at = next((s for i, s in piece if i == decisive), None)
+    if at is None or at is piece[0][1]:
+        return False
+    start = {**piece[0][1].observed, **piece[0][1].facts}
+    tail = [s for i, s in piece if decisive is not None and i >= decisive]
+    facts = {**observed_along([(0, s) for s in tail]), **deciding}
+    plan = "; ".join(s.action.strip() for s in tail)
+    keys = {c.split(" ", 1)[0] for c in derived_conditions(facts, plan, list(deciding))}
+    return any(k not in start or start[k] != facts[k] for k in keys)
+
+
 class RulesDistiller:
     """No model. From a success: the plan, one lesson per place it passes through (each with the
-    state it starts from, and the facts first observed along the way: `observed_along`). From
-    any episode: a 'what went wrong' lesson per step whose result reports a failure, and for a
-    failed episode one about its last action only when that action visibly failed (running out
-    of steps blames nothing)."""
+    state it starts from, and the facts first observed along the way: `observed_along`), the
+    step the outcome turned on starting a lesson of its own (`decisive_step`,
+    `split_at_decision`) that also keeps, as facts and conditions, what was observed in view
+    that the outcome turned on (`deciding_facts`). From any episode: a 'what went wrong' lesson
+    per step whose result reports a failure, and for a failed episode one about its last action
+    only when that action visibly failed (running out of steps blames nothing)."""
 
     name = "rules"
-    version = "3"
+    version = "4"
 
     def distill(self, trajectory: Trajectory) -> list[LessonDraft]:
         t = trajectory
@@ -201,7 +317,14 @@ class RulesDistiller:
         acted = [(i, s) for i, s in enumerate(t.steps) if s.action.strip()]
         drafts: list[LessonDraft] = []
         if t.outcome.success and acted:
-            pieces = plan_segments(acted[:MAX_PLAN_ACTIONS])
+            whole = plan_segments(acted[:MAX_PLAN_ACTIONS])
+            decisive = decisive_step(t.steps)
+            home = next((p for p in whole if any(i == decisive for i, _ in p)), None)
+            deciding = deciding_facts(home, decisive) if home and decisive is not None else {}
+            if home is None or not shows_more(home, decisive, deciding):
+                decisive = None  # nothing new to see there: the piece keeps it, with its facts
+            pieces = fit_pieces(split_at_decision(whole, decisive),
+                                MAX_CONTENT_CHARS - len(task) - 120)
             for n, piece in enumerate(pieces, start=1):
                 i0, first = piece[0]
                 plan = "; ".join(s.action.strip() for _, s in piece)
@@ -210,6 +333,10 @@ class RulesDistiller:
                         if len(pieces) > 1 else "")
                 always = [k for k in PLACE_KEYS if k in first.facts]
                 facts = observed_along(piece)
+                if i0 == decisive or (home is not None and piece[-1] == home[-1]):
+                    # what the outcome turned on is part of the lesson's state, and required
+                    facts.update(deciding)
+                    always += list(deciding)
                 drafts.append(
                     LessonDraft(
                         content=f"To {task}{part}: {plan}.",

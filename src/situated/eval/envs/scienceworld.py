@@ -25,10 +25,13 @@ The evaluation, for each task:
 Trajectories (`situated.write.distill.Trajectory`): one step per action the simulator accepted.
 `observation` is the `look around` text before the action; `facts` are those of
 `swparse.state_facts` (location, inventory, visible objects, and the task's target, rooms,
-answer boxes and threshold parsed from the description); `result` is the simulator's answer,
+answer boxes and threshold parsed from the description), `observed` those of
+`swparse.observed_facts` (the states of the objects in view, which the present state at a
+consultation carries too); `result` is the simulator's answer,
 followed by the score change when there is one (`[score 50 -> -100: the task failed]` when the
-score drops below zero, the environment's failure signal). The outcome is success when the
-score reaches 100; the reward is score / 100.
+score drops below zero, the environment's failure signal); `reward` is the score after the
+step / 100 (the distiller's `decisive_step` is where it last changed). The outcome is success
+when the score reaches 100; the reward is score / 100.
 
 Speed: the simulator's `step()` wrapper rebuilds the full valid-action list on every call
 (80-600 ms); this module calls the server's `step`, `getScore` and `getCompleted` directly and
@@ -68,12 +71,14 @@ from situated.eval.envs.swagent import NO_ADVICE, Advice, BriefedAgent, Plan, pa
 from situated.eval.envs.swparse import (
     AMBIGUOUS,
     is_invalid,
+    observed_facts,
     parse_inventory,
     parse_look,
     short_task,
     state_facts,
     task_facts,
 )
+from situated.eval.envs.swtasks import resolve_tasks
 from situated.eval.reader import parse_context
 from situated.memory import Memory
 from situated.models import LifecycleState, Principal, State
@@ -316,7 +321,8 @@ def run_episode(
     room, inv = parse_look(look), parse_inventory(env.inventory())
 
     def ask() -> None:
-        state = State(look[:OBS_CHARS], state_facts(room, inv, tfacts))
+        facts = {**observed_facts(room), **state_facts(room, inv, tfacts)}
+        state = State(look[:OBS_CHARS], facts)
         advice = consult(state, intent, frozenset(agent.started))
         ep.advices.append(advice)
         agent.advise(advice)
@@ -332,7 +338,8 @@ def run_episode(
             continue
         ep.steps.append(
             Step(observation=look[:OBS_CHARS], facts=state_facts(room, inv, tfacts),
-                 action=action, result=annotate(out.text, score, out.score))
+                 observed=observed_facts(room), action=action,
+                 result=annotate(out.text, score, out.score), reward=out.score / 100.0)
         )
         ep.guided_steps += plan_id is not None
         score = out.score
@@ -366,7 +373,8 @@ def gold_episode(env: SWEnv, task: str, variation: int) -> tuple[Episode, tuple[
             continue
         ep.steps.append(
             Step(observation=look[:OBS_CHARS], facts=state_facts(room, inv, tfacts),
-                 action=action, result=annotate(out.text, score, out.score))
+                 observed=observed_facts(room), action=action,
+                 result=annotate(out.text, score, out.score), reward=out.score / 100.0)
         )
         score = out.score
         if out.done:
@@ -677,6 +685,21 @@ def _pct(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def paired_difference(
+    episodes: Sequence[Episode], arm: str, other: str, seed: int = 0
+) -> Estimate:
+    """Mean score of `arm` minus `other` on the same (task, variation), with its interval."""
+    theirs = {(e.task, e.variation): e.score for e in episodes if e.arm == other}
+    return bootstrap_mean([float(e.score - theirs[(e.task, e.variation)]) for e in episodes
+                           if e.arm == arm and (e.task, e.variation) in theirs], seed)
+
+
+def below_baseline(per_task: dict[str, dict[str, dict[str, Any]]], arm: str) -> list[str]:
+    """Tasks where `arm`'s mean score is below no memory's."""
+    return [t for t, arms in per_task.items() if arm in arms and BASELINE in arms
+            and arms[arm]["mean_score"]["value"] < arms[BASELINE]["mean_score"]["value"]]
+
+
 def summarise(episodes: Sequence[Episode], seed: int = 0) -> dict[str, ArmSummary]:
     """Per-arm numbers; lift and negative transfer are paired with no memory by variation."""
     base = {(e.task, e.variation): e.score for e in episodes if e.arm == BASELINE}
@@ -725,8 +748,9 @@ def make_config(
     feedback: bool = True,
 ) -> SWConfig:
     """The quick (2 tasks, 4 train and 5 test variations, 30 steps) or full (7 tasks, 15 and
-    15, 50 steps) configuration, with any setting overridden."""
-    chosen = tuple(tasks) if tasks else (TASKS_QUICK if quick else TASKS_FULL)
+    15, 50 steps) configuration, with any setting overridden; `tasks` may say `all` (the 30
+    tasks of `swtasks.TASKS_ALL`), and an unknown task is an `InvalidInput` naming `tasks`."""
+    chosen = resolve_tasks(tasks) or (TASKS_QUICK if quick else TASKS_FULL)
     return SWConfig(
         tasks=chosen,
         train_variations=train_variations or (4 if quick else 15),
@@ -756,7 +780,7 @@ def run_scienceworld(
         out_dir: where `scienceworld.json`, the plots, the train trajectories and the memory
             file go.
         console: rich console for progress and tables (None: silent).
-        tasks: task names (default: `TASKS_QUICK` or `TASKS_FULL`).
+        tasks: task names, or `all` for the 30 tasks (default: `TASKS_QUICK` or `TASKS_FULL`).
         variations: test variations per task (the first ones of the test split).
         seed: seeds the exploration policy (the same for every arm).
         train_variations: train variations per task used to build memory.
@@ -767,11 +791,11 @@ def run_scienceworld(
     Returns:
         The JSON-ready result (also written to `out_dir/scienceworld.json`).
     """
+    cfg = make_config(quick, tasks, variations, seed, train_variations=train_variations,
+                      step_cap=step_cap, embedder=embedder, feedback=feedback)
     reason = unavailable_reason()
     if reason:
         raise ScienceWorldMissing(reason)
-    cfg = make_config(quick, tasks, variations, seed, train_variations=train_variations,
-                      step_cap=step_cap, embedder=embedder, feedback=feedback)
     console = console or Console(quiet=True)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -866,6 +890,9 @@ def _result(
             "train_episode_ids": [t["episode_id"] for t in trajectories],
         },
         "arms": {arm: s.to_dict() for arm, s in overall.items()},
+        "compiled_minus_raw_replay": paired_difference(
+            episodes, "compiled", "raw_replay", cfg.seed).to_dict(),
+        "compiled_below_no_memory": below_baseline(per_task, "compiled"),
         "per_task": per_task,
         "compiled_recall": {
             "modes": dict(compiled.modes),
@@ -913,6 +940,11 @@ def tables(result: dict[str, Any]) -> list[Table]:
             f"{s['tokens_per_episode']:.0f}", f"{100 * s['guided_share']:.0f}",
             "-" if base else f"{_fmt_ms(s['latency_p50_ms'])} / {_fmt_ms(s['latency_p95_ms'])}",
         )
+    diff = result.get("compiled_minus_raw_replay")
+    below = result.get("compiled_below_no_memory")
+    if diff is not None and below is not None:
+        head.caption = (f"{head.caption} Compiled minus raw replay, paired: {_est(diff)}. "
+                        f"Tasks where compiled is below no memory: {', '.join(below) or 'none'}.")
     per = Table(title="Per task: success % / mean score / negative transfer %")
     per.add_column("task")
     for arm in ARMS:

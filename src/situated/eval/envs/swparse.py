@@ -7,6 +7,14 @@ What becomes a fact (all flat scalars, as `State.facts` requires):
   when empty.
 - `visible`: the top-level objects of the room, sorted, then its doors ("door to kitchen"),
   comma-joined (the agent and the air left out): what the agent sees without opening anything.
+
+What the agent sees of its surroundings (`observed_facts`, a step's `observed` in a trajectory:
+kept by a lesson only where its outcome turned on them):
+
+- `state_<object>`: the observed state of each object the room's text gives one for
+  ("a red light bulb, which is on" -> `state_red_light_bulb = "on"`; "a sink, which is turned
+  off" -> `state_sink = "turned off"`), top-level objects and what lies on or in them; what
+  an action changed (a light that came on) is what the next action may depend on.
 - from the task description (`task_facts`), when the description says so:
   `target` (the object or substance the task is about: "red light bulb", "aluminum foil",
   "green paint", "animal with the longest life span"), `target_room` ("located around the
@@ -32,6 +40,10 @@ _ARTICLE = re.compile(r"^(?:a|an|the|some|A|An|The)\s+")
 _SUBSTANCE = re.compile(r"^(?:a |an |some )?substance called ")
 _CONTAINING = re.compile(r"\(containing (.*)\)")
 _HIDDEN_OBJECTS = frozenset({"agent", "air"})
+_WHICH_IS = re.compile(r", which is ([a-z][a-z ]{0,30}?)(?=[.,;(]|$)")
+_NOT_KEY = re.compile(r"[^a-z0-9]+")
+STATE_PREFIX = "state_"
+MAX_STATE_FACTS = 40
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,8 @@ class Room:
     """Adjacent room -> whether its door is open."""
     closed: tuple[str, ...] = ()
     """Containers whose door is closed ("cupboard", "freezer")."""
+    states: dict[str, str] = field(default_factory=dict)
+    """Object -> its observed state, as the text gives it ("red light bulb" -> "on")."""
 
     def names(self) -> set[str]:
         return set(self.objects) | set(self.contents)
@@ -83,6 +97,17 @@ def split_top(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
+def object_state(text: str) -> str | None:
+    """'a red light bulb, which is on' -> 'on'; None when the text gives no state."""
+    m = _WHICH_IS.search(text.strip().rstrip("."))
+    return m.group(1).strip() if m else None
+
+
+def state_key(name: str) -> str:
+    """The fact name of an object's state: 'red light bulb' -> 'state_red_light_bulb'."""
+    return STATE_PREFIX + _NOT_KEY.sub("_", name.lower()).strip("_")[:60]
+
+
 def _listed(line: str) -> str | None:
     """The comma list of what is on or in an object, if the line gives one."""
     on = line.find(" is: ")
@@ -99,6 +124,7 @@ def parse_look(text: str) -> Room:
     objects: list[str] = []
     contents: list[str] = []
     closed: list[str] = []
+    states: dict[str, str] = {}
     doors = {room.strip(): state == "open" for room, state in _DOOR.findall(text)}
     body = text.split("You also see:")[0]
     for line in body.splitlines()[1:]:
@@ -108,14 +134,26 @@ def parse_look(text: str) -> Room:
         obj = object_name(line)
         if obj and obj not in objects:
             objects.append(obj)
-        closed.extend(c for c in _CLOSED.findall(line) if c not in closed)
         inner = _listed(line)
+        own = line[: line.find(" is: ")] if " is: " in line else line.split(" (")[0]
+        if obj and (state := object_state(own)):
+            states.setdefault(obj, state)
+        closed.extend(c for c in _CLOSED.findall(line) if c not in closed)
         if inner:
+            prev = ""
             for item in split_top(inner):
+                if item.startswith("which is ") and prev:
+                    # "a green light bulb, which is off": the list's commas split the state off
+                    if state := object_state(", " + item):
+                        states.setdefault(prev, state)
+                    continue
                 sub = object_name(item)
                 if sub and sub != "nothing" and sub not in contents:
                     contents.append(sub)
-    return Room(name, tuple(objects), tuple(contents), doors, tuple(closed))
+                if sub and (state := object_state(item)):
+                    states.setdefault(sub, state)
+                prev = sub
+    return Room(name, tuple(objects), tuple(contents), doors, tuple(closed), states)
 
 
 def parse_inventory(text: str) -> tuple[str, ...]:
@@ -201,6 +239,12 @@ def state_facts(
     }
     facts.update(task)
     return facts
+
+
+def observed_facts(room: Room) -> dict[str, FactValue]:
+    """The observed states of the objects in view (`state_<object>`; at most 40)."""
+    return {state_key(obj): state for obj, state in sorted(room.states.items())[:MAX_STATE_FACTS]
+            if obj not in _HIDDEN_OBJECTS and "'" not in state}
 
 
 def is_invalid(response: str) -> bool:
