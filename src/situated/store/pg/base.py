@@ -17,7 +17,7 @@ memory's row is also locked (`FOR UPDATE`) while an event folds into its counter
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -128,6 +128,15 @@ class PgBase:
             raise RuntimeError("a PostgreSQL store write runs inside transaction()")
         with translated(self.path), conn.cursor() as cur:
             cur.executemany(sql, rows)
+
+    def _copy(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
+        """`COPY ... FROM STDIN` of `rows` (text format), in the current write transaction."""
+        conn = self._local.conn
+        if conn is None or not self._local.writing:
+            raise RuntimeError("a PostgreSQL store write runs inside transaction()")
+        with translated(self.path), conn.cursor() as cur, cur.copy(sql) as copy:
+            for row in rows:
+                copy.write_row(row)
 
     # -- transactions -------------------------------------------------------------------------
 
