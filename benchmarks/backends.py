@@ -34,6 +34,7 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from recall import Precomputed, Query, Spec, World, principal
 from situated import Memory
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.analysis import stored_form
+from situated.store.bulk import NewRow
 from situated.store.ledger import EventType
 from situated.store.scope import SYSTEM, Eligibility
 
@@ -57,29 +59,53 @@ BATCH = 1000
 TENANTS = 10
 
 
-def load(mem: Memory, emb: Precomputed, specs: Sequence[Spec]) -> None:
-    """Write through the real `insert` and `append_event` (what `Memory.add` calls), 1,000
-    memories per transaction, on either backend."""
+def new_rows(mem: Memory, specs: Sequence[Spec]) -> list[NewRow]:
+    """The rows the batch writer hands the store for plain new memories (`proposed` +
+    `promoted`, analysis stored), built from the specs without running the gates."""
+    out = []
+    for spec in specs:
+        who = principal(spec.tenant)
+        rec = mem._build(
+            content=spec.kwargs["content"], principal=who,
+            kind=spec.kwargs.get("kind", "lesson"), namespace=spec.kwargs["namespace"],
+            state=spec.kwargs.get("state"), action=spec.kwargs.get("action"),
+            success=spec.kwargs.get("success"), reward=None, episode_id=None,
+            step=None, evidence=(), conditions=spec.kwargs.get("conditions", ()),
+            entity=spec.kwargs.get("entity"), attribute=spec.kwargs.get("attribute"),
+            value=spec.kwargs.get("value"), multi_valued=False, roles=(),
+            classification="internal", consent=None, authority="inferred",
+            valid_from=None, valid_until=None, policy_version=None,
+        )
+        out.append(NewRow(
+            rec, who, {"content": spec.content_vec, "state": spec.state_vec},
+            ((EventType.PROPOSED, who.name, "bulk load",
+              {"kind": rec.kind.value, "namespace": rec.scope.namespace}),
+             (EventType.PROMOTED, who.name, "bulk load", {})),
+            (ANALYSIS_VERSION, stored_form(rec)),
+        ))
+    return out
+
+
+def load(mem: Memory, emb: Precomputed, specs: Sequence[Spec], one_row: bool = False) -> None:
+    """Load through `Store.insert_many` (the batch writer's set-based store call: the same
+    rows and events as `insert` + `append_event`, which `one_row` uses instead), 1,000
+    memories per transaction, on either backend. The gates do not run (`add_throughput` and
+    `add_many_rate` measure the writer)."""
     store = mem.store
     store.bind_embedder(emb.model_ref, emb.dim)
-    for start in range(0, len(specs), BATCH):
-        with store.transaction():
-            for spec in specs[start:start + BATCH]:
-                who = principal(spec.tenant)
-                rec = mem._build(
-                    content=spec.kwargs["content"], principal=who,
-                    kind=spec.kwargs.get("kind", "lesson"), namespace=spec.kwargs["namespace"],
-                    state=spec.kwargs.get("state"), action=spec.kwargs.get("action"),
-                    success=spec.kwargs.get("success"), reward=None, episode_id=None,
-                    step=None, evidence=(), conditions=spec.kwargs.get("conditions", ()),
-                    entity=spec.kwargs.get("entity"), attribute=spec.kwargs.get("attribute"),
-                    value=spec.kwargs.get("value"), multi_valued=False, roles=(),
-                    classification="internal", consent=None, authority="inferred",
-                    valid_from=None, valid_until=None, policy_version=None,
-                )
-                store.insert(rec, who, {"content": spec.content_vec, "state": spec.state_vec},
-                             "bulk load", analysis=(ANALYSIS_VERSION, stored_form(rec)))
-                store.append_event(rec.id, SYSTEM, EventType.PROMOTED, who.name, "bulk load")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # lessons without state or conditions: stored anyway
+        for start in range(0, len(specs), BATCH):
+            rows = new_rows(mem, specs[start:start + BATCH])
+            with store.transaction():
+                if not one_row:
+                    store.insert_many(rows)
+                    continue
+                for r in rows:
+                    (_, _, reason, data), *later = r.events
+                    store.insert(r.record, r.writer, r.vectors, reason, data, r.analysis)
+                    for event, actor, why, more in later:
+                        store.append_event(r.record.id, SYSTEM, event, actor, why, more)
 
 
 def timed(fn: Callable[[], Any], reps: int) -> tuple[list[float], list[Any]]:
@@ -153,6 +179,44 @@ def throughput(location: str, writers: int, count: int, dim: int) -> float:
     return round(writers * count / wall, 1)
 
 
+def load_rates(n: int, dim: int, pg: Any, tmp: Path) -> dict[str, Any]:
+    """Memories per second loading `n` memories (10 tenants) into an empty store: the store's
+    set-based `insert_many` and its one-row path (`insert` + `append_event`), and the whole
+    writer (`Memory.add_many`: embedding from the precomputed table, the gates, near-duplicate
+    search, promotion, then the store), 1,000 per call, on both backends."""
+    world = World(dim, 11)
+    specs = [world.memory(i) for i in range(n)]
+    res: dict[str, Any] = {"n": n}
+    for backend in ("sqlite", "postgres"):
+        for path in ("insert_many", "one_row", "add_many"):
+            loc = str(tmp / f"l{n}{path}.db") if backend == "sqlite" else pg.fresh_dsn(path)
+            emb = Precomputed(dim)
+            for sp in specs:
+                emb.learn(sp.kwargs["content"], sp.content_vec)
+                st = sp.kwargs.get("state")
+                if st is not None and not st.is_empty:
+                    emb.learn(st.describe(), sp.state_vec)
+            mem = Memory(loc, embedder=emb)
+            cpu, t0 = time.process_time(), time.perf_counter()
+            if path == "add_many":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    for start in range(0, n, BATCH):
+                        batch = specs[start:start + BATCH]
+                        for tenant in sorted({sp.tenant for sp in batch}):
+                            mem.add_many([sp.kwargs for sp in batch if sp.tenant == tenant],
+                                         principal=principal(tenant))
+            else:
+                load(mem, emb, specs, one_row=path == "one_row")
+            wall = time.perf_counter() - t0
+            res[f"{backend}_{path}_per_s"] = round(n / wall, 1)
+            res[f"{backend}_{path}_client_cpu_share"] = round(
+                (time.process_time() - cpu) / wall, 2)
+            mem.close()
+            print(backend, path, res[f"{backend}_{path}_per_s"], flush=True)
+    return res
+
+
 def run_size(n: int, dim: int, nq: int, pg: Any, tmp: Path) -> dict[str, Any]:
     world = World(dim, 7)
     specs = [world.memory(i) for i in range(n)]
@@ -197,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--writers", type=int, nargs="*", default=[1, 4, 16])
     ap.add_argument("--adds", type=int, default=100, help="memories per writer")
     ap.add_argument("--dsn", help="a PostgreSQL server (postgres database) to use instead")
+    ap.add_argument("--load", type=int, metavar="N",
+                    help="only compare the load paths (set-based, one-row, add_many) at N")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     sizes = a.sizes or ([2_000, 10_000] if a.quick else [100_000, 1_000_000])
@@ -217,6 +283,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         pg = start_server(tmp / "pg")
     out: dict[str, Any] = {"sizes": [], "throughput": {}, "cpus": os.cpu_count()}
+    if a.load:
+        out["load"] = load_rates(a.load, a.dim, pg, tmp)
+        print(json.dumps(out["load"]), flush=True)
+        if a.json:
+            a.json.write_text(json.dumps(out, indent=2))
+        return 0
     for n in sizes:
         r = run_size(n, a.dim, a.queries, pg, tmp)
         print(json.dumps(r), flush=True)

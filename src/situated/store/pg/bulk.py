@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import numpy as np
+
 from situated.errors import InvalidInput
 from situated.models import utcnow
 from situated.store.bulk import NewRow, final_state
@@ -26,6 +28,12 @@ from situated.store.pg.writes import MEMORY_COLUMNS, memory_values, no_nul
 from situated.store.scope import check_write
 
 _LEDGER = "at, event, tenant, memory_id, recall_id, actor, reason, data"
+
+
+def vector_text(v: object) -> str:
+    """A vector's input text for COPY: every float32 component exactly (its float64 value's
+    shortest repr parses back to the same float32), without pgvector's per-element dumper."""
+    return str(np.asarray(v, dtype=np.float32).tolist())
 
 
 class Bulk(Upkeep):
@@ -65,7 +73,8 @@ class Bulk(Upkeep):
             # COPY writes the given rid into the identity column (as OVERRIDING SYSTEM VALUE)
             self._copy(
                 f"COPY memories (rid, {', '.join(MEMORY_COLUMNS)}) FROM STDIN",
-                [(rid, *values) for rid, (values, _) in zip(rids, prepared, strict=True)],
+                [(rid, *values[:-2], *map(vector_text, values[-2:]))
+                 for rid, (values, _) in zip(rids, prepared, strict=True)],
             )
             stats: dict[str, list[int]] = {}
             for r, (_, words) in zip(rows, prepared, strict=True):
