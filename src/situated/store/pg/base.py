@@ -102,13 +102,16 @@ class PgBase:
 
     # -- statements -------------------------------------------------------------------------
 
-    def _all(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+    def _all(
+        self, sql: str, params: Sequence[object] = (), binary: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """Every row of a query; `binary` results for wide ones (vectors: no text parsing)."""
         conn = self._local.conn
         with translated(self.path):
             if conn is not None:
-                return conn.execute(sql, params).fetchall()
+                return conn.execute(sql, params, binary=binary).fetchall()
             with self.pool.connection() as c:
-                return c.execute(sql, params).fetchall()
+                return c.execute(sql, params, binary=binary).fetchall()
 
     def _one(self, sql: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
         rows = self._all(sql, params)
@@ -165,13 +168,18 @@ class PgBase:
         if local.conn is not None:
             yield
             return
-        with translated(self.path), self.pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            local.conn = conn
+        with translated(self.path), self.pool.connection() as conn:
+            # BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY: one round trip
+            conn.isolation_level, conn.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
             try:
-                yield
+                with conn.transaction():
+                    local.conn = conn
+                    try:
+                        yield
+                    finally:
+                        local.conn = None
             finally:
-                local.conn = None
+                conn.isolation_level, conn.read_only = None, None
 
     def _lock(self, tenant: str) -> None:
         """Take the tenant's write lock for the rest of the write transaction (no-op in reads)."""

@@ -98,7 +98,7 @@ class Batch(Bulk):
         rows = self._all(
             f"SELECT {SELECT}, CASE WHEN m.analysis_version = %s THEN m.analysis END{vectors} "
             f"FROM memories m WHERE m.rid = ANY(%s::bigint[]) AND {where}",
-            (version, list(rids), *params),
+            (version, list(rids), *params), binary=True,
         )
         return {
             int(r[0]): RecallRow(

@@ -197,15 +197,32 @@ CREATE TABLE attribute_schema (
 );
 CREATE INDEX memories_attribute ON memories (tenant, attribute);
 """),
+    # a memory's row whole in its page while it fits (toast_tuple_target: the largest there
+    # is; the vectors kept in the row (MAIN) over pgvector's default, EXTERNAL): an exact scan
+    # of a tenant's vectors and a lexical read of `lex_tf` then touch no TOAST pages. Rows
+    # written earlier move when rewritten (VACUUM FULL memories)
+    ("m003_rows_inline", """
+ALTER TABLE memories SET (toast_tuple_target = 8160);
+DO $$ BEGIN
+    IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+               AND table_name = 'memories' AND column_name = 'content_vec') THEN
+        ALTER TABLE memories ALTER COLUMN content_vec SET STORAGE MAIN,
+            ALTER COLUMN state_vec SET STORAGE MAIN;
+    END IF;
+END $$;
+"""),
 ]
 
 
 def vector_columns(dim: int) -> str:
     """The two vector columns of `memories` and their HNSW indexes (cosine), for a model of
-    `dim` dimensions: run once, when the store binds its embedder."""
+    `dim` dimensions: run once, when the store binds its embedder. Kept in the row (storage
+MAIN) while it fits in a page."""
     d = int(dim)
     return f"""
 ALTER TABLE memories ADD COLUMN content_vec vector({d}), ADD COLUMN state_vec vector({d});
+ALTER TABLE memories ALTER COLUMN content_vec SET STORAGE MAIN,
+    ALTER COLUMN state_vec SET STORAGE MAIN;
 CREATE INDEX memories_content_hnsw ON memories USING hnsw (content_vec vector_cosine_ops);
 CREATE INDEX memories_state_hnsw ON memories USING hnsw (state_vec vector_cosine_ops);
 """

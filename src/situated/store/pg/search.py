@@ -34,6 +34,8 @@ from situated.store.sqlite import lexical_terms
 COLUMN = {"content": "content_vec", "state": "state_vec"}
 """The vector column of each field."""
 MAX_K = 4096
+SITUATIONAL = "(m.kind = 'lesson' AND m.state_unknown = 0)"
+"""A row of a situation-bound memory: a lesson with a known source state."""
 
 
 def lexeme_query(term: str) -> str:
@@ -68,64 +70,96 @@ class Search(Reads):
     def lexical(self, text: str, k: int, elig: Eligibility) -> list[tuple[int, float]]:
         """BM25 over eligible rows: (rid, score), best first; score > 0."""
         terms = lexical_terms(text)
-        return self._bm25(terms, k, elig) if terms else []
-
-    def _bm25(self, terms: Sequence[str], k: int, elig: Eligibility) -> list[tuple[int, float]]:
-        tenant = elig.principal.tenant
-        stats = self._one("SELECT docs, length FROM lexicon_stats WHERE tenant = %s", (tenant,))
-        if k <= 0 or stats is None or int(stats[0]) <= 0:
+        if not terms or k <= 0:
             return []
-        n, total_len = int(stats[0]), float(stats[1])
+        return [(r, v) for r, v, _ in self._bm25(terms, elig)][:k]
+
+    def _bm25(self, terms: Sequence[str], elig: Eligibility) -> list[tuple[int, float, bool]]:
+        """The eligible rows holding any of `terms`: (rid, BM25 score > 0, situation-bound)
+        best first. One statement reads the tenant's statistics and every term's rows (its GIN
+        index, newest `MAX_TERM_POSTINGS` per term) with each row's gates as a flag: the
+        scores count every row of the tenant, as `Slice.bm25` does; only eligible rows are
+        returned."""
+        unique = list(dict.fromkeys(terms))
+        tenant = elig.principal.tenant
+        where, params = self._where(elig)
+        rows = self._all(
+            "SELECT t.n, x.rid, x.tf, x.len, s.docs, s.length, x.ok, x.sit "
+            "FROM lexicon_stats s "
+            "CROSS JOIN unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(term, q, n) "
+            "CROSS JOIN LATERAL (SELECT m.rid, (m.lex_tf ->> t.term)::int AS tf, "
+            f"m.lex_len AS len, ({where}) AS ok, {SITUATIONAL} AS sit FROM memories m "
+            "WHERE m.tenant = s.tenant AND m.lex @@ t.q::tsquery "
+            "ORDER BY m.rid DESC LIMIT %s) x "
+            "WHERE s.tenant = %s AND s.docs > 0 ORDER BY t.n",
+            (unique, [lexeme_query(t) for t in unique], *params, MAX_TERM_POSTINGS, tenant),
+        )
+        if not rows:
+            return []
+        n, total_len = int(rows[0][4]), float(rows[0][5])
+        flags = {int(r[1]): bool(r[7]) for r in rows if r[6]}
+        a = np.array([r[:4] for r in rows], dtype=np.int64)
         hits: list[tuple[Any, Any]] = []
-        for term in dict.fromkeys(terms):
-            q = lexeme_query(term)
-            rows = self._all(
-                "SELECT rid, (lex_tf ->> %s)::int, lex_len FROM memories "
-                "WHERE tenant = %s AND lex @@ %s::tsquery ORDER BY rid DESC LIMIT %s",
-                (term, tenant, q, MAX_TERM_POSTINGS),
-            )
-            if not rows:
-                continue
-            df = len(rows)
+        for t in np.unique(a[:, 0]):  # term by term, in query order, as `Slice.bm25` adds them
+            part = a[a[:, 0] == t]
+            df = len(part)
             if df == MAX_TERM_POSTINGS:
                 counted = self._one(
                     "SELECT COUNT(*) FROM memories WHERE tenant = %s AND lex @@ %s::tsquery",
-                    (tenant, q),
+                    (tenant, lexeme_query(unique[int(t) - 1])),
                 )
                 df = int(counted[0]) if counted else df
-            a = np.array(rows, dtype=np.int64)
-            tf, length = a[:, 1].astype(np.float32), a[:, 2].astype(np.float32)
-            hits.append((a[:, 0], bm25_term(n, total_len, df, tf, length)))
-        if not hits:
-            return []
+            tf, length = part[:, 2].astype(np.float32), part[:, 3].astype(np.float32)
+            hits.append((part[:, 1], bm25_term(n, total_len, df, tf, length)))
         rids = np.unique(np.concatenate([r for r, _ in hits]))
         scores = np.zeros(len(rids), dtype=np.float32)
-        for r, s in hits:  # term by term, as `Slice.bm25` adds them
-            scores[np.searchsorted(rids, r)] += s
+        for r, sc in hits:
+            scores[np.searchsorted(rids, r)] += sc
         order = np.lexsort((rids, -scores))
         order = order[scores[order] > 0]
-        ranked, ranked_scores = rids[order].tolist(), scores[order].tolist()
+        return [(r, v, flags[r]) for r, v in zip(rids[order].tolist(), scores[order].tolist(),
+                                                 strict=True) if r in flags]
+
+    def _dense_both(
+        self, query: Vector, k: int, elig: Eligibility
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]], dict[int, bool]]:
+        """`dense` over the content and the state vectors in one statement (each branch its
+        own ordered, gated scan), with whether each row found is situation-bound."""
+        self._read_dim()
+        if self.dim is None:
+            return [], [], {}
         where, params = self._where(elig)
-        passed = {int(r[0]) for r in self._all(
-            f"SELECT m.rid FROM memories m WHERE m.rid = ANY(%s::bigint[]) AND {where}",
-            (ranked, *params),
-        )}
-        out = [(r, s) for r, s in zip(ranked, ranked_scores, strict=True) if r in passed]
-        return out[:k]
+        q = np.ascontiguousarray(query, dtype=np.float32)
+        limit = max(1, min(int(k), MAX_K))
+        branch = ("(SELECT {n} AS f, m.rid, m.{c} <=> %s, " + SITUATIONAL + " FROM memories m "
+                  "WHERE {w} "
+                  "AND m.{c} IS NOT NULL ORDER BY m.{c} <=> %s LIMIT %s)")
+        rows = self._all(
+            branch.format(n=0, c="content_vec", w=where) + " UNION ALL "
+            + branch.format(n=1, c="state_vec", w=where),
+            (q, *params, q, limit, q, *params, q, limit),
+        )
+        out: tuple[list[tuple[int, float]], list[tuple[int, float]]] = ([], [])
+        flags = {}
+        for f, rid, d, sit in sorted(rows, key=lambda r: int(r[0])):  # stable: branch order
+            # a zero vector has no cosine distance (NaN): similarity 0, as the resident index
+            out[int(f)].append((int(rid), 0.0 if d is None or math.isnan(d) else 1.0 - float(d)))
+            flags[int(rid)] = bool(sit)
+        return out[0], out[1], flags
 
     def search(self, query: Vector, text: str, k: int, elig: Eligibility) -> Rankings:
-        """Stage 2's three rankings over the eligible rows, in one snapshot."""
+        """Stage 2's three rankings over the eligible rows, in one snapshot and two
+        statements (both dense scans; every lexical term), each row with its kind."""
         terms = lexical_terms(text)
         with self.snapshot():
-            content = self.dense("content", query, k, elig)
-            state = self.dense("state", query, k, elig)
-            lexical = self._bm25(terms, k, elig) if terms else []
-            union = list(dict.fromkeys(r for ranks in (content, state, lexical) for r, _ in ranks))
-            situational = self.situational(union, elig)
+            content, state, flags = self._dense_both(query, k, elig)
+            lexical = self._bm25(terms, elig)[:k] if terms and k > 0 else []
+        flags |= {r: sit for r, _, sit in lexical}
+        situational = {r: flags[r] for ranks in (content, state, lexical) for r, *_ in ranks}
         return Rankings(
-            content=[(r, v) for r, v in content if r in situational],
-            state=[(r, v) for r, v in state if situational.get(r)],
-            lexical=[(r, v) for r, v in lexical if r in situational],
+            content=content,
+            state=[(r, v) for r, v in state if situational[r]],
+            lexical=[(r, v) for r, v, _ in lexical],
             situational=situational,
         )
 
