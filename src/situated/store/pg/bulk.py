@@ -7,9 +7,9 @@ Each becomes exactly what the one-row path leaves: its row in the state the ledg
 its events, with its vectors and lexical row, and its ledger events in the same order. Inside
 the caller's transaction: each tenant's advisory write lock (in sorted order), each scope's
 names claimed, the rids allotted from the table's identity sequence (in input order), then one
-COPY into `memories`, one upsert of each tenant's lexical statistics and one COPY into the
-ledger. Nothing is written unless every row is valid (checked first: writers' scopes, NUL
-characters, vectors of the bound dimension).
+COPY into `memories`, one insert of the rows' lexical postings, one upsert of each tenant's
+lexical statistics and one COPY into the ledger. Nothing is written unless every row is valid
+(checked first: writers' scopes, NUL characters, vectors of the bound dimension).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from situated.errors import InvalidInput
 from situated.models import utcnow
 from situated.store.bulk import NewRow, final_state
 from situated.store.pg.names import claim_scope
+from situated.store.pg.schema import POSTINGS_OF
 from situated.store.pg.upkeep import Upkeep
 from situated.store.pg.writes import MEMORY_COLUMNS, memory_values, no_nul
 from situated.store.scope import check_write
@@ -76,6 +77,7 @@ class Bulk(Upkeep):
                 [(rid, *values[:-2], *map(vector_text, values[-2:]))
                  for rid, (values, _) in zip(rids, prepared, strict=True)],
             )
+            self._run(POSTINGS_OF + " AND m.rid = ANY(%s::bigint[])", (rids,))
             stats: dict[str, list[int]] = {}
             for r, (_, words) in zip(rows, prepared, strict=True):
                 agg = stats.setdefault(r.record.scope.tenant, [0, 0])

@@ -13,7 +13,8 @@ store-wide reference tables):
   with their HNSW indexes when the store binds its embedder: the dimension is the model's) and
   its lexical row: `lex` (a `tsvector` of the memory's tokens, GIN-indexed), `lex_tf` (each
   token's count) and `lex_len` (tokens), so BM25 is scored with the tenant's own statistics
-  (`lexicon_stats`), as `store.lexical` does for SQLite;
+  (`lexicon_stats`), as `store.lexical` does for SQLite, and `lexicon_postings` holds each
+  term's rows with their counts (what a search reads);
 - roles are kept twice: `roles` (JSON text, as the record reads it back) and `role_set`
   (`text[]`, what the scope gate compares: `role_set <@ held roles`);
 - the ledger is append-only (a trigger refuses UPDATE and DELETE).
@@ -23,6 +24,14 @@ from __future__ import annotations
 
 MIGRATION_LOCK = 0x5175_7473_0001
 """The advisory lock key migrations run under."""
+
+POSTINGS_OF = (
+    "INSERT INTO lexicon_postings (tenant, term, rid, tf, length) "
+    "SELECT m.tenant, e.key, m.rid, e.value::int, m.lex_len "
+    "FROM memories m CROSS JOIN LATERAL jsonb_each_text(m.lex_tf) e "
+    "WHERE m.lex_tf IS NOT NULL AND m.state <> 'ERASED'"
+)
+"""The postings of memories rows (a WHERE clause narrows them: `AND ...`)."""
 
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_create_tables", """
@@ -210,6 +219,18 @@ DO $$ BEGIN
             ALTER COLUMN state_vec SET STORAGE MAIN;
     END IF;
 END $$;
+"""),    # each term's rows with their counts (SQLite's `lexicon_postings`): a lexical search reads
+    # this index only, not every matching row of `memories`; filled from `lex_tf`
+    ("m004_lexicon_postings", """
+CREATE TABLE lexicon_postings (
+    tenant TEXT NOT NULL,
+    term TEXT NOT NULL,
+    rid BIGINT NOT NULL,
+    tf INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    PRIMARY KEY (tenant, term, rid)
+);
+""" + POSTINGS_OF + """;
 """),
 ]
 

@@ -1,19 +1,21 @@
-"""Stage 2 of recall on PostgreSQL: dense search with pgvector, lexical search with a GIN-indexed
-`tsvector` scored by per-tenant BM25, both over the eligible rows only.
+"""Stage 2 of recall on PostgreSQL: dense search with pgvector, lexical search over per-tenant
+postings scored by BM25, both over the eligible rows only; `search` runs both in one snapshot,
+in three statements.
 
-Dense: `ORDER BY vec <=> query LIMIT k` with the eligibility gates in the same WHERE clause.
-The HNSW index scan is iterative (`hnsw.iterative_scan = strict_order`, set on every pooled
-connection): when the gates reject candidates the scan goes on until k rows pass or
-`MAX_SCAN_TUPLES` are visited, so a selective scope does not get fewer than k results from
-a post-filtered top k. The planner may prefer the `(tenant, namespace, state)` index and an
-exact sort when few rows are eligible; both give the k nearest eligible rows.
+Dense: `ORDER BY vec <=> query LIMIT k` with the eligibility gates in the same WHERE clause,
+for both vector fields in one statement. The HNSW index scan is iterative
+(`hnsw.iterative_scan = strict_order`, set on every pooled connection): when the gates reject
+candidates the scan goes on until k rows pass or `MAX_SCAN_TUPLES` are visited, so a selective
+scope does not get fewer than k results from a post-filtered top k. The planner may prefer the
+`(tenant, namespace, state)` index and an exact sort when few rows are eligible; both give the
+k nearest eligible rows.
 
-Lexical: the GIN index on `lex` finds the tenant's rows holding each query term; each term is
-scored with `resident.bm25_term` from the tenant's own statistics (`lexicon_stats`) and the
-row's term count (`lex_tf`) and length, as `store.lexical` does for SQLite, so both backends
-rank and score alike (PostgreSQL's `ts_rank` is not BM25, and counting every tenant's rows
-together would be a side channel across tenants). The ranked rows then pass the gates in one
-query that keeps their order.
+Lexical: `lexicon_postings` (tenant, term, rid, count, length; an index-only read) gives the
+tenant's rows holding each query term; each term is scored with `bm25_term` from the tenant's
+own statistics (`lexicon_stats`), as `store.lexical` does for SQLite, so both backends rank and
+score alike (PostgreSQL's `ts_rank` is not BM25, and counting every tenant's rows together
+would be a side channel across tenants). The ranked rows then pass the gates, best first, in
+chunks, until k have passed (`lex`, the GIN-indexed `tsvector`, stays for ad-hoc queries).
 """
 
 from __future__ import annotations
@@ -34,13 +36,11 @@ from situated.store.sqlite import lexical_terms
 COLUMN = {"content": "content_vec", "state": "state_vec"}
 """The vector column of each field."""
 MAX_K = 4096
+GATE_CHUNK = 8
+"""Ranked lexical rows passed through the gates at first, per result wanted (then 8 times
+more each time)."""
 SITUATIONAL = "(m.kind = 'lesson' AND m.state_unknown = 0)"
 """A row of a situation-bound memory: a lesson with a known source state."""
-
-
-def lexeme_query(term: str) -> str:
-    """A `tsquery` matching exactly the lexeme `term` (quoted: no parsing, no stemming)."""
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 class Search(Reads):
@@ -72,32 +72,29 @@ class Search(Reads):
         terms = lexical_terms(text)
         if not terms or k <= 0:
             return []
-        return [(r, v) for r, v, _ in self._bm25(terms, elig)][:k]
+        return [(r, v) for r, v, _ in self._bm25(terms, elig, k)][:k]
 
-    def _bm25(self, terms: Sequence[str], elig: Eligibility) -> list[tuple[int, float, bool]]:
+    def _bm25(
+        self, terms: Sequence[str], elig: Eligibility, k: int
+    ) -> list[tuple[int, float, bool]]:
         """The eligible rows holding any of `terms`: (rid, BM25 score > 0, situation-bound)
-        best first. One statement reads the tenant's statistics and every term's rows (its GIN
-        index, newest `MAX_TERM_POSTINGS` per term) with each row's gates as a flag: the
-        scores count every row of the tenant, as `Slice.bm25` does; only eligible rows are
-        returned."""
+        best first. One statement reads the tenant's statistics and every term's postings
+        (newest `MAX_TERM_POSTINGS` per term, an index-only read), scored as `Slice.bm25`
+        scores them over every row of the tenant; then the ranked rows pass the gates, best
+        first, a chunk at a time, until `k` have passed."""
         unique = list(dict.fromkeys(terms))
         tenant = elig.principal.tenant
-        where, params = self._where(elig)
         rows = self._all(
-            "SELECT t.n, x.rid, x.tf, x.len, s.docs, s.length, x.ok, x.sit "
-            "FROM lexicon_stats s "
-            "CROSS JOIN unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(term, q, n) "
-            "CROSS JOIN LATERAL (SELECT m.rid, (m.lex_tf ->> t.term)::int AS tf, "
-            f"m.lex_len AS len, ({where}) AS ok, {SITUATIONAL} AS sit FROM memories m "
-            "WHERE m.tenant = s.tenant AND m.lex @@ t.q::tsquery "
-            "ORDER BY m.rid DESC LIMIT %s) x "
+            "SELECT t.n, p.rid, p.tf, p.length, s.docs, s.length FROM lexicon_stats s "
+            "CROSS JOIN unnest(%s::text[]) WITH ORDINALITY AS t(term, n) "
+            "CROSS JOIN LATERAL (SELECT p.rid, p.tf, p.length FROM lexicon_postings p "
+            "WHERE p.tenant = s.tenant AND p.term = t.term ORDER BY p.rid DESC LIMIT %s) p "
             "WHERE s.tenant = %s AND s.docs > 0 ORDER BY t.n",
-            (unique, [lexeme_query(t) for t in unique], *params, MAX_TERM_POSTINGS, tenant),
+            (unique, MAX_TERM_POSTINGS, tenant), binary=True,
         )
         if not rows:
             return []
         n, total_len = int(rows[0][4]), float(rows[0][5])
-        flags = {int(r[1]): bool(r[7]) for r in rows if r[6]}
         a = np.array([r[:4] for r in rows], dtype=np.int64)
         hits: list[tuple[Any, Any]] = []
         for t in np.unique(a[:, 0]):  # term by term, in query order, as `Slice.bm25` adds them
@@ -105,8 +102,8 @@ class Search(Reads):
             df = len(part)
             if df == MAX_TERM_POSTINGS:
                 counted = self._one(
-                    "SELECT COUNT(*) FROM memories WHERE tenant = %s AND lex @@ %s::tsquery",
-                    (tenant, lexeme_query(unique[int(t) - 1])),
+                    "SELECT COUNT(*) FROM lexicon_postings WHERE tenant = %s AND term = %s",
+                    (tenant, unique[int(t) - 1]),
                 )
                 df = int(counted[0]) if counted else df
             tf, length = part[:, 2].astype(np.float32), part[:, 3].astype(np.float32)
@@ -117,8 +114,15 @@ class Search(Reads):
             scores[np.searchsorted(rids, r)] += sc
         order = np.lexsort((rids, -scores))
         order = order[scores[order] > 0]
-        return [(r, v, flags[r]) for r, v in zip(rids[order].tolist(), scores[order].tolist(),
-                                                 strict=True) if r in flags]
+        ranked = list(zip(rids[order].tolist(), scores[order].tolist(), strict=True))
+        out: list[tuple[int, float, bool]] = []
+        at, chunk = 0, max(64, GATE_CHUNK * k)
+        while at < len(ranked) and len(out) < k:
+            part_ = ranked[at:at + chunk]
+            flags = self.situational([r for r, _ in part_], elig)
+            out += [(r, v, flags[r]) for r, v in part_ if r in flags]
+            at, chunk = at + chunk, chunk * 8
+        return out
 
     def _dense_both(
         self, query: Vector, k: int, elig: Eligibility
@@ -153,7 +157,7 @@ class Search(Reads):
         terms = lexical_terms(text)
         with self.snapshot():
             content, state, flags = self._dense_both(query, k, elig)
-            lexical = self._bm25(terms, elig)[:k] if terms and k > 0 else []
+            lexical = self._bm25(terms, elig, k)[:k] if terms and k > 0 else []
         flags |= {r: sit for r, _, sit in lexical}
         situational = {r: flags[r] for ranks in (content, state, lexical) for r, *_ in ranks}
         return Rankings(

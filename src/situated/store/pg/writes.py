@@ -18,6 +18,7 @@ from situated.store.ledger import EventType, Folded, fold
 from situated.store.lexical import doc_tokens
 from situated.store.pg.base import PgBase
 from situated.store.pg.names import claim_scope
+from situated.store.pg.schema import POSTINGS_OF
 from situated.store.scope import Eligibility, System, check_write
 from situated.store.sqlite import _payload_json, _utility_delta, _utility_namespace
 
@@ -120,6 +121,7 @@ class Writes(PgBase):
                 values,
             )
             assert row is not None
+            self._run(POSTINGS_OF + " AND m.tenant = %s AND m.rid = %s", (sc.tenant, row[0]))
             self._run(
                 "INSERT INTO lexicon_stats (tenant, docs, length) VALUES (%s, 1, %s) "
                 "ON CONFLICT (tenant) DO UPDATE SET docs = lexicon_stats.docs + 1, "
@@ -267,6 +269,7 @@ class Writes(PgBase):
             "AND m.lex_len IS NOT NULL",
             (tenant, rid),
         )
+        self._run("DELETE FROM lexicon_postings WHERE tenant = %s AND rid = %s", (tenant, rid))
         self._run(
             "UPDATE memories SET content = '', state_text = NULL, state_facts = NULL, "
             "action = NULL, success = NULL, reward = NULL, episode_id = NULL, step = NULL, "
