@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -567,3 +568,37 @@ def test_insert_many_refuses_a_bad_row_and_writes_nothing(mem: Memory, location:
             mem.store.insert_many([*rows_[:2], bad])
         assert exc.value.field == "content"
     assert everything(location) == before
+
+
+def test_the_dashboard_secret_is_kept_in_the_store_made_once(location: str) -> None:
+    """On both backends (a connection string has no file beside it): made once, atomically,
+    by whichever process asks first; the same after reopening; read by no other path."""
+    got: list[bytes] = []
+
+    def ask() -> None:
+        store = open_store(location, 0)
+        try:
+            got.append(store.secret("dashboard"))
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 6 and len(set(got)) == 1 and len(got[0]) == 64
+    m = Memory(location, embedder="hash")
+    try:
+        m.add("a note", principal=ACME, kind="note")
+        assert m.store.secret("dashboard") == got[0]
+        with pytest.raises(InvalidInput) as exc:
+            m.store.secret("other")
+        assert exc.value.field == "name"
+        seen = json.dumps([dump(m.list(principal=ACME)), dump(m.ledger(principal=ACME)),
+                           dump(m.stats(principal=ACME)), m.store.meta("dashboard", "secret"),
+                           dump(list(m.export(principal=ACME)))])
+        assert got[0].decode() not in seen
+    finally:
+        m.close()
+    assert rows(location, "SELECT COUNT(*) FROM secrets")[0][0] == 1

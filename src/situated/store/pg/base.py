@@ -30,6 +30,7 @@ from situated.errors import EmbedderMismatch, InvalidInput, StoreBusy, StoreFail
 from situated.models import Principal, utcnow
 from situated.store.pg.schema import MIGRATION_LOCK, MIGRATIONS, vector_columns
 from situated.store.scope import Eligibility, System, recall_where_pg
+from situated.store.secrets import check_name, checked, new_value
 
 POOL_SIZE = 8
 PREPARE_THRESHOLD = 2
@@ -274,6 +275,19 @@ class PgBase:
 
     def embedder_ref(self) -> str | None:
         return self.meta("embedder").get("embedder")
+
+    def secret(self, name: str) -> bytes:
+        """A store-wide secret of the doors (`store.secrets`), made on first use: the insert
+        keeps a row another process made first, and the read in the same transaction returns
+        the one stored."""
+        check_name(name)
+        row = self._one("SELECT value FROM secrets WHERE name = %s", (name,))
+        if row is None:
+            with self.transaction():
+                self._run("INSERT INTO secrets (name, value) VALUES (%s, %s) "
+                          "ON CONFLICT (name) DO NOTHING", (name, new_value()))
+                row = self._one("SELECT value FROM secrets WHERE name = %s", (name,))
+        return checked(name, None if row is None else row[0])
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:

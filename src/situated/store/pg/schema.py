@@ -4,9 +4,10 @@ Each runs once, in one transaction, under an advisory lock (two processes openin
 database at once migrate it once), and is recorded in `_migrations`.
 
 Layout, so the schema can be distributed by tenant unchanged (Citus: `tenant` is the
-distribution column of every table below but `meta`, `names` and `_migrations`, which are small
-store-wide reference tables):
+distribution column of every table below but `meta`, `names`, `secrets` and `_migrations`,
+which are small store-wide reference tables):
 
+- `secrets` (the doors' store-wide secrets, `store.secrets`) is read by `secret()` only;
 - every per-tenant table carries `tenant`, and every primary key and unique constraint starts
   with it; row ids (`rid`, `seq`) are identity columns, unique in the store;
 - `memories` holds the record, its two vectors (`content_vec`, `state_vec`, pgvector, added
@@ -231,6 +232,10 @@ CREATE TABLE lexicon_postings (
     PRIMARY KEY (tenant, term, rid)
 );
 """ + POSTINGS_OF + """;
+"""),
+    # store-wide secrets of the doors (`store.secrets`), read by `secret()` only
+    ("m005_secrets", """
+CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """),
 ]
 
