@@ -229,7 +229,7 @@ CREATE TABLE lexicon_postings (
     rid BIGINT NOT NULL,
     tf INTEGER NOT NULL,
     length INTEGER NOT NULL,
-    PRIMARY KEY (tenant, term, rid)
+    PRIMARY KEY (tenant, term, rid) INCLUDE (tf, length)
 );
 """ + POSTINGS_OF + """;
 """),
