@@ -254,10 +254,14 @@ def run_size(n: int, dim: int, nq: int, pg: Any, tmp: Path) -> dict[str, Any]:
             res["postgres_hnsw_hits"] = hits
         mem.close()
     exact = Memory(dsn, embedder=Precomputed(dim))
+    import situated.store.pg.search as pg_search
+
+    pg_search.ANN_FIRST = False  # the planner's settings are the ones set below
     with exact.store.transaction():  # the index off for this transaction: an exact scan
         exact.store._run("SET LOCAL enable_indexscan = off")  # type: ignore[attr-defined]
         exact.store._run("SET LOCAL enable_bitmapscan = off")  # type: ignore[attr-defined]
         samples, truth = dense_all(exact, queries)
+    pg_search.ANN_FIRST = True
     exact.close()
     res["postgres_exact_dense_ms"] = pcts(samples)
     hnsw = res.pop("postgres_hnsw_hits")

@@ -71,6 +71,8 @@ class _Local(threading.local):
     conn: psycopg.Connection[Any] | None = None
     writing: bool = False
     locked: set[str]
+    plan: tuple[str, str] | None = None
+    """The planner settings set in this transaction (`Search._plan`), None: the defaults."""
 
     def __init__(self) -> None:
         self.locked = set()
@@ -155,7 +157,7 @@ class PgBase:
             yield
             return
         with translated(self.path), self.pool.connection() as conn, conn.transaction():
-            local.conn, local.writing, local.locked = conn, True, set()
+            local.conn, local.writing, local.locked, local.plan = conn, True, set(), None
             try:
                 yield
             finally:
@@ -174,7 +176,7 @@ class PgBase:
             conn.isolation_level, conn.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
             try:
                 with conn.transaction():
-                    local.conn = conn
+                    local.conn, local.plan = conn, None
                     try:
                         yield
                     finally:

@@ -141,7 +141,7 @@ class Search(Reads):
                 for n, got in zip(short, again, strict=True):
                     ranked[n] = got
                 flags |= more
-            if outer:  # a transaction of the caller's goes on: as it was
+            if outer and self._local.writing:  # the caller's writes go on: as they were
                 self._plan("on", "on")
         return ranked, flags
 
@@ -149,8 +149,10 @@ class Search(Reads):
         """The planner settings of the rest of this transaction: `ann` statements run with
         sorting off (only the HNSW index gives the order), `exact` ones with index scans off
         (the tenant's rows, sorted)."""
-        self._all("SELECT set_config('enable_sort', %s, true), "
-                  "set_config('enable_indexscan', %s, true)", (sort, indexscan))
+        if self._local.plan != (sort, indexscan):  # set already: no round trip
+            self._all("SELECT set_config('enable_sort', %s, true), "
+                      "set_config('enable_indexscan', %s, true)", (sort, indexscan))
+            self._local.plan = (sort, indexscan)
 
     def _knn(
         self, fields: Sequence[str], query: Vector, k: int, elig: Eligibility, mode: str
