@@ -34,6 +34,7 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from recall import Precomputed, Query, Spec, World, principal
 from situated import Memory
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.analysis import stored_form
+from situated.store.bulk import NewRow
 from situated.store.ledger import EventType
 from situated.store.scope import SYSTEM, Eligibility
 
@@ -57,29 +59,53 @@ BATCH = 1000
 TENANTS = 10
 
 
-def load(mem: Memory, emb: Precomputed, specs: Sequence[Spec]) -> None:
-    """Write through the real `insert` and `append_event` (what `Memory.add` calls), 1,000
-    memories per transaction, on either backend."""
+def new_rows(mem: Memory, specs: Sequence[Spec]) -> list[NewRow]:
+    """The rows the batch writer hands the store for plain new memories (`proposed` +
+    `promoted`, analysis stored), built from the specs without running the gates."""
+    out = []
+    for spec in specs:
+        who = principal(spec.tenant)
+        rec = mem._build(
+            content=spec.kwargs["content"], principal=who,
+            kind=spec.kwargs.get("kind", "lesson"), namespace=spec.kwargs["namespace"],
+            state=spec.kwargs.get("state"), action=spec.kwargs.get("action"),
+            success=spec.kwargs.get("success"), reward=None, episode_id=None,
+            step=None, evidence=(), conditions=spec.kwargs.get("conditions", ()),
+            entity=spec.kwargs.get("entity"), attribute=spec.kwargs.get("attribute"),
+            value=spec.kwargs.get("value"), multi_valued=False, roles=(),
+            classification="internal", consent=None, authority="inferred",
+            valid_from=None, valid_until=None, policy_version=None,
+        )
+        out.append(NewRow(
+            rec, who, {"content": spec.content_vec, "state": spec.state_vec},
+            ((EventType.PROPOSED, who.name, "bulk load",
+              {"kind": rec.kind.value, "namespace": rec.scope.namespace}),
+             (EventType.PROMOTED, who.name, "bulk load", {})),
+            (ANALYSIS_VERSION, stored_form(rec)),
+        ))
+    return out
+
+
+def load(mem: Memory, emb: Precomputed, specs: Sequence[Spec], one_row: bool = False) -> None:
+    """Load through `Store.insert_many` (the batch writer's set-based store call: the same
+    rows and events as `insert` + `append_event`, which `one_row` uses instead), 1,000
+    memories per transaction, on either backend. The gates do not run (`add_throughput` and
+    `add_many_rate` measure the writer)."""
     store = mem.store
     store.bind_embedder(emb.model_ref, emb.dim)
-    for start in range(0, len(specs), BATCH):
-        with store.transaction():
-            for spec in specs[start:start + BATCH]:
-                who = principal(spec.tenant)
-                rec = mem._build(
-                    content=spec.kwargs["content"], principal=who,
-                    kind=spec.kwargs.get("kind", "lesson"), namespace=spec.kwargs["namespace"],
-                    state=spec.kwargs.get("state"), action=spec.kwargs.get("action"),
-                    success=spec.kwargs.get("success"), reward=None, episode_id=None,
-                    step=None, evidence=(), conditions=spec.kwargs.get("conditions", ()),
-                    entity=spec.kwargs.get("entity"), attribute=spec.kwargs.get("attribute"),
-                    value=spec.kwargs.get("value"), multi_valued=False, roles=(),
-                    classification="internal", consent=None, authority="inferred",
-                    valid_from=None, valid_until=None, policy_version=None,
-                )
-                store.insert(rec, who, {"content": spec.content_vec, "state": spec.state_vec},
-                             "bulk load", analysis=(ANALYSIS_VERSION, stored_form(rec)))
-                store.append_event(rec.id, SYSTEM, EventType.PROMOTED, who.name, "bulk load")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # lessons without state or conditions: stored anyway
+        for start in range(0, len(specs), BATCH):
+            rows = new_rows(mem, specs[start:start + BATCH])
+            with store.transaction():
+                if not one_row:
+                    store.insert_many(rows)
+                    continue
+                for r in rows:
+                    (_, _, reason, data), *later = r.events
+                    store.insert(r.record, r.writer, r.vectors, reason, data, r.analysis)
+                    for event, actor, why, more in later:
+                        store.append_event(r.record.id, SYSTEM, event, actor, why, more)
 
 
 def timed(fn: Callable[[], Any], reps: int) -> tuple[list[float], list[Any]]:
@@ -128,17 +154,21 @@ def _writer(location: str, n: int, count: int, dim: int, start: Any, out: Any) -
         if st is not None and not st.is_empty:
             emb.learn(st.describe(), s.state_vec)
     mem = Memory(location, embedder=emb)
-    who = principal(n % TENANTS)
+    who = principal(n)  # its own tenant: no writer waits for another's lock
     start.wait()
-    t0 = time.perf_counter()
-    for s in specs:
-        mem.add(principal=who, **s.kwargs)
-    out.put((t0, time.perf_counter()))
+    t0, cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in specs:
+            mem.add(principal=who, **s.kwargs)
+    out.put((t0, time.perf_counter(), time.process_time() - cpu))
     mem.close()
 
 
-def throughput(location: str, writers: int, count: int, dim: int) -> float:
-    """Memories per second from `writers` processes adding `count` each, at once."""
+def throughput(location: str, writers: int, count: int, dim: int) -> dict[str, float]:
+    """Memories per second from `writers` processes adding `count` each, at once, and the
+    writers' own CPU per write (the gates, embedding lookups, the client's side of the
+    store) against the wall time per write."""
     ctx = mp.get_context("spawn")
     start, out = ctx.Barrier(writers + 1), ctx.Queue()
     procs = [ctx.Process(target=_writer, args=(location, n, count, dim, start, out))
@@ -149,8 +179,49 @@ def throughput(location: str, writers: int, count: int, dim: int) -> float:
     for p in procs:
         p.join()
     spans = [out.get() for _ in procs]
-    wall = max(e for _, e in spans) - min(s for s, _ in spans)
-    return round(writers * count / wall, 1)
+    wall = max(e for _, e, _ in spans) - min(s for s, _, _ in spans)
+    return {"per_s": round(writers * count / wall, 1),
+            "client_cpu_ms_per_write": round(1000 * sum(c for *_, c in spans)
+                                             / (writers * count), 2),
+            "wall_ms_per_write": round(1000 * wall / (writers * count), 2)}
+
+
+def load_rates(n: int, dim: int, pg: Any, tmp: Path) -> dict[str, Any]:
+    """Memories per second loading `n` memories (10 tenants) into an empty store: the store's
+    set-based `insert_many` and its one-row path (`insert` + `append_event`), and the whole
+    writer (`Memory.add_many`: embedding from the precomputed table, the gates, near-duplicate
+    search, promotion, then the store), 1,000 per call, on both backends."""
+    world = World(dim, 11)
+    specs = [world.memory(i) for i in range(n)]
+    res: dict[str, Any] = {"n": n}
+    for backend in ("sqlite", "postgres"):
+        for path in ("insert_many", "one_row", "add_many"):
+            loc = str(tmp / f"l{n}{path}.db") if backend == "sqlite" else pg.fresh_dsn(path)
+            emb = Precomputed(dim)
+            for sp in specs:
+                emb.learn(sp.kwargs["content"], sp.content_vec)
+                st = sp.kwargs.get("state")
+                if st is not None and not st.is_empty:
+                    emb.learn(st.describe(), sp.state_vec)
+            mem = Memory(loc, embedder=emb)
+            cpu, t0 = time.process_time(), time.perf_counter()
+            if path == "add_many":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    for start in range(0, n, BATCH):
+                        batch = specs[start:start + BATCH]
+                        for tenant in sorted({sp.tenant for sp in batch}):
+                            mem.add_many([sp.kwargs for sp in batch if sp.tenant == tenant],
+                                         principal=principal(tenant))
+            else:
+                load(mem, emb, specs, one_row=path == "one_row")
+            wall = time.perf_counter() - t0
+            res[f"{backend}_{path}_per_s"] = round(n / wall, 1)
+            res[f"{backend}_{path}_client_cpu_share"] = round(
+                (time.process_time() - cpu) / wall, 2)
+            mem.close()
+            print(backend, path, res[f"{backend}_{path}_per_s"], flush=True)
+    return res
 
 
 def run_size(n: int, dim: int, nq: int, pg: Any, tmp: Path) -> dict[str, Any]:
@@ -168,6 +239,13 @@ def run_size(n: int, dim: int, nq: int, pg: Any, tmp: Path) -> dict[str, Any]:
             t0 = time.perf_counter()
             load(mem, emb, specs)
             res[f"{name}_load_per_s"] = round(n / (time.perf_counter() - t0), 1)
+            if name == "postgres":  # what autovacuum does after a bulk load, at once
+                import psycopg
+
+                t0 = time.perf_counter()
+                with psycopg.connect(loc, autocommit=True) as c:
+                    c.execute("VACUUM ANALYZE memories, lexicon_postings, ledger")
+                res["postgres_vacuum_analyze_s"] = round(time.perf_counter() - t0, 1)
         dense_all(mem, queries[:5])  # warm: caches, the resident slices, prepared statements
         samples, hits = dense_all(mem, queries)
         res[f"{name}_dense_ms"] = pcts(samples)
@@ -176,10 +254,14 @@ def run_size(n: int, dim: int, nq: int, pg: Any, tmp: Path) -> dict[str, Any]:
             res["postgres_hnsw_hits"] = hits
         mem.close()
     exact = Memory(dsn, embedder=Precomputed(dim))
+    import situated.store.pg.search as pg_search
+
+    pg_search.ANN_FIRST = False  # the planner's settings are the ones set below
     with exact.store.transaction():  # the index off for this transaction: an exact scan
         exact.store._run("SET LOCAL enable_indexscan = off")  # type: ignore[attr-defined]
         exact.store._run("SET LOCAL enable_bitmapscan = off")  # type: ignore[attr-defined]
         samples, truth = dense_all(exact, queries)
+    pg_search.ANN_FIRST = True
     exact.close()
     res["postgres_exact_dense_ms"] = pcts(samples)
     hnsw = res.pop("postgres_hnsw_hits")
@@ -197,6 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--writers", type=int, nargs="*", default=[1, 4, 16])
     ap.add_argument("--adds", type=int, default=100, help="memories per writer")
     ap.add_argument("--dsn", help="a PostgreSQL server (postgres database) to use instead")
+    ap.add_argument("--load", type=int, metavar="N",
+                    help="only compare the load paths (set-based, one-row, add_many) at N")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     sizes = a.sizes or ([2_000, 10_000] if a.quick else [100_000, 1_000_000])
@@ -217,6 +301,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         pg = start_server(tmp / "pg")
     out: dict[str, Any] = {"sizes": [], "throughput": {}, "cpus": os.cpu_count()}
+    if a.load:
+        out["load"] = load_rates(a.load, a.dim, pg, tmp)
+        print(json.dumps(out["load"]), flush=True)
+        if a.json:
+            a.json.write_text(json.dumps(out, indent=2))
+        return 0
     for n in sizes:
         r = run_size(n, a.dim, a.queries, pg, tmp)
         print(json.dumps(r), flush=True)
@@ -224,8 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for w in a.writers:
         for name, loc in (("sqlite", str(tmp / f"w{w}.db")), ("postgres", pg.fresh_dsn(f"w{w}"))):
             Memory(loc, embedder=Precomputed(a.dim)).close()
-            out["throughput"][f"{name}_{w}_writers_per_s"] = throughput(loc, w, a.adds, a.dim)
-            print(name, w, out["throughput"][f"{name}_{w}_writers_per_s"], flush=True)
+            out["throughput"][f"{name}_{w}_writers"] = throughput(loc, w, a.adds, a.dim)
+            print(name, w, out["throughput"][f"{name}_{w}_writers"], flush=True)
     if a.json:
         a.json.write_text(json.dumps(out, indent=2))
     return 0

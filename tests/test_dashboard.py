@@ -20,7 +20,7 @@ from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from dashboard_site import GLOBEX_MARK, Site, csrf_of, login, site
 from serving import free_socket
-from situated.dashboard.session import COOKIE, MAX_AGE, load_secret, secret_path
+from situated.dashboard.session import COOKIE, MAX_AGE
 from situated.errors import SituatedRuntimeError
 from situated.service.models import KeyCreate, ListQuery
 
@@ -296,7 +296,7 @@ def test_a_session_expires_and_its_cookie_cannot_be_forged(s: Site) -> None:
     page = client.get("/memories")
     assert page.status_code == 200 and "set-cookie" not in page.headers  # never re-signed
     value = client.cookies[COOKIE]
-    secret = secret_path(str(s.served.path)).read_bytes().strip()
+    secret = _stored_secret(str(s.served.path))
     data = URLSafeTimedSerializer(secret, salt="situated-dashboard-session").loads(value)
     assert set(data) == {"c", "k"} and data["k"].startswith("key_")  # an id, not the secret
     support_id = s.served.service.key_for(s.support_key)
@@ -320,20 +320,51 @@ def test_a_session_expires_and_its_cookie_cannot_be_forged(s: Site) -> None:
         {"c": data["c"], "k": support_id.id}).split(".")[0])
     assert browser(tampered).get("/memories").status_code == 303  # signature no longer fits
     assert browser(value).get("/memories").status_code == 200  # the genuine one still works
-    assert oct(secret_path(str(s.served.path)).stat().st_mode & 0o777) == "0o600"
+    assert not Path(f"{s.served.path}-dashboard-secret").exists()  # kept in the store
+
+
+def _stored_secret(path: str) -> bytes:
+    """The signing key, read past the store (its `secrets` table)."""
+    import apsw
+
+    db = apsw.Connection(path)
+    try:
+        return str(db.execute("SELECT value FROM secrets WHERE name = 'dashboard'")
+                   .fetchall()[0][0]).encode()
+    finally:
+        db.close()
 
 
 def test_the_signing_secret_is_made_once_whole_and_shared(tmp_path: Path) -> None:
-    store = str(tmp_path / "s.db")
+    import apsw
+
+    from situated.store.sqlite import Store
+
+    path = str(tmp_path / "s.db")
+    Store(path, resident_mb=0).close()
     got: list[bytes] = []
-    threads = [threading.Thread(target=lambda: got.append(load_secret(store)))
-               for _ in range(8)]
+
+    def ask() -> None:
+        store = Store(path, resident_mb=0)
+        try:
+            got.append(store.secret("dashboard"))
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert len(got) == 8 and len(set(got)) == 1 and len(got[0]) == 64
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db-dashboard-secret"]
-    secret_path(store).write_bytes(b"short")
-    with pytest.raises(SituatedRuntimeError, match="no usable secret"):
-        load_secret(store)
+    assert got[0] == _stored_secret(path)
+    assert not any(p.name.endswith("-dashboard-secret") for p in tmp_path.iterdir())
+    db = apsw.Connection(path)
+    db.execute("UPDATE secrets SET value = 'short'")
+    db.close()
+    store = Store(path, resident_mb=0)
+    try:
+        with pytest.raises(SituatedRuntimeError, match="unusable"):
+            store.secret("dashboard")
+    finally:
+        store.close()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import pytest
 from pg_server import PgServer
 from scope_harness import ADVERSARIAL_TENANTS, PRINCIPALS, T0, World, dump, frozen
 from situated import InvalidInput, Memory, NotFound, PermissionDenied, Principal, State
+from situated.store.bulk import NewRow
 from situated.store.contract import StoreContract, is_postgres, open_store
 from situated.store.ledger import EventType
 from situated.store.pg.store import PostgresStore
@@ -449,3 +452,153 @@ def test_system_reads_see_every_tenant(mem: Memory) -> None:
     mem.add("globex note", principal=OTHER, kind="note")
     tenants = {t for _, t, _, _ in mem.store.lifecycle_candidates(SYSTEM)}
     assert tenants == {"acme", "globex"}
+
+
+# -- set-based inserts equal the one-row path --------------------------------------------------
+
+
+def _new_rows(m: Memory) -> list[NewRow]:
+    """Rows of every shape the batch writer hands over: lessons with states and facts, a fact,
+    a note, names and tokens that need quoting, held (proposed only), promoted and rejected."""
+    texts = [
+        ("Refunds over 100 need a manager's sign-off.", "refund of 150", {"amount": 150}),
+        ("Back\\slash 'quoted' tokens: don't split O'Brien.", "O'Brien \\ path", {}),
+        ("Ship EU orders from Dublin.", None, {}),
+        ("Gift cards never expire.", "gift card question", {"card": "gift"}),
+    ]
+    out = []
+    m.store.bind_embedder(m.embedder.model_ref, m.embedder.dim)
+    for n, (text, st, facts) in enumerate(texts * 3):
+        who = ACME if n % 2 else OTHER
+        with warnings.catch_warnings():  # a lesson without state or conditions: stored anyway
+            warnings.simplefilter("ignore")
+            rec = m._build(
+                content=f"{text} #{n}", principal=who, kind="fact" if n == 5 else "lesson",
+                namespace="ops" if n % 3 else "refunds",
+                state=None if st is None else State(st, facts=facts), action="did it",
+                success=bool(n % 2), reward=None, episode_id=f"ep{n}", step=n, evidence=(),
+                conditions=("amount > 100",) if facts.get("amount") else (),
+                entity="acct" if n == 5 else None, attribute="tier" if n == 5 else None,
+                value="gold" if n == 5 else None, multi_valued=False,
+                roles=("support",) if n % 4 == 1 else (), classification="internal",
+                consent="c1" if n == 7 else None, authority="inferred", valid_from=None,
+                valid_until=None, policy_version=None,
+            )
+        vec = m.embedder.embed([rec.content, st or rec.content])
+        later = [(EventType.PROMOTED, "policy", "auto", {"auto": True})] if n % 3 else (
+            [(EventType.REJECTED, "gate", "poison", {"why": ["x"]})] if n % 2 else [])
+        out.append(NewRow(rec, who, {"content": vec[0], "state": vec[1]},
+                          ((EventType.PROPOSED, who.name, "batch",
+                            {"kind": rec.kind.value, "namespace": rec.scope.namespace,
+                             "gates": {"ok": n}}), *later), (3, b"analysis-%d" % n)))
+    return out
+
+
+def test_insert_many_writes_what_the_one_row_path_writes(
+    location: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    if is_postgres(location):
+        reference = request.getfixturevalue("pg_server").fresh_dsn("reference")
+    else:
+        reference = str(tmp_path / "reference.db")
+    dumps = []
+    for loc, set_based in ((location, True), (reference, False)):
+        world = World()
+        with frozen(world):
+            m = Memory(loc, embedder="hash", resident_mb=0)
+            try:
+                world.at(T0, "rows")
+                rows_ = _new_rows(m)
+                world.at(T0 + 10, "write")
+                with m.store.transaction():
+                    if set_based:
+                        rids = m.store.insert_many(rows_)
+                    else:  # the reference: `insert` then `append_event`, row by row
+                        rids = []
+                        for r in rows_:
+                            (_, _, reason, data), *later = r.events
+                            rids.append(m.store.insert(r.record, r.writer, r.vectors, reason,
+                                                       data, r.analysis))
+                            for ev, actor, why, more in later:
+                                m.store.append_event(r.record.id, SYSTEM, ev, actor, why, more)
+                assert rids == sorted(rids) and len(set(rids)) == len(rows_)
+                assert m.rebuild().mismatched == ()
+                hits = m.store.search(rows_[1].vectors["content"], "O'Brien quoted tokens",
+                                      10, Eligibility.for_recall(ACME))
+            finally:
+                m.close()
+        dumps.append((_tables(loc), hits))
+    ours, theirs = ({t.rsplit(":", 1)[1]: v for t, v in d.items()} for d, _ in dumps)
+    assert ours.keys() == theirs.keys()
+    for table, got in ours.items():
+        assert got == theirs[table], table
+    assert dumps[0][1] == dumps[1][1]
+
+
+def _tables(location: str) -> dict[str, list[str]]:
+    """Every table's rows, sorted (but SQLite's FTS5 and vec0 shadow tables)."""
+    if is_postgres(location):
+        files = {location: "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"}
+    else:
+        files = dict.fromkeys((location, location + "-recalls"),
+                              "SELECT name FROM sqlite_master WHERE type = 'table'")
+    return {
+        f"{path}:{t}": sorted(repr(r) for r in rows(path, f'SELECT * FROM "{t}"'))
+        for path, sql in files.items() for (t,) in rows(path, sql) if not t.startswith(_LAYOUT)
+    }
+
+
+_LAYOUT = ("memories_fts_", "vec_content_", "vec_state_")
+"""SQLite's FTS5 and vec0 shadow tables: their pages' layout depends on how rows were added
+(their rows are compared through `memories_fts`, `vec_*` and the searches)."""
+
+
+def test_insert_many_refuses_a_bad_row_and_writes_nothing(mem: Memory, location: str) -> None:
+    rows_ = _new_rows(mem)
+    before = everything(location)
+    stranger = NewRow(rows_[0].record, SUPPORT, rows_[0].vectors, rows_[0].events,
+                      rows_[0].analysis)  # another tenant's row
+    with pytest.raises(PermissionDenied), mem.store.transaction():
+        mem.store.insert_many([rows_[1], stranger])
+    if is_postgres(location):  # SQLite stores a NUL character
+        r = rows_[2]
+        bad = NewRow(r.record.model_copy(update={"content": "nul \x00 here"}), r.writer,
+                     r.vectors, r.events, r.analysis)
+        with pytest.raises(InvalidInput) as exc, mem.store.transaction():
+            mem.store.insert_many([*rows_[:2], bad])
+        assert exc.value.field == "content"
+    assert everything(location) == before
+
+
+def test_the_dashboard_secret_is_kept_in_the_store_made_once(location: str) -> None:
+    """On both backends (a connection string has no file beside it): made once, atomically,
+    by whichever process asks first; the same after reopening; read by no other path."""
+    got: list[bytes] = []
+
+    def ask() -> None:
+        store = open_store(location, 0)
+        try:
+            got.append(store.secret("dashboard"))
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 6 and len(set(got)) == 1 and len(got[0]) == 64
+    m = Memory(location, embedder="hash")
+    try:
+        m.add("a note", principal=ACME, kind="note")
+        assert m.store.secret("dashboard") == got[0]
+        with pytest.raises(InvalidInput) as exc:
+            m.store.secret("other")
+        assert exc.value.field == "name"
+        seen = json.dumps([dump(m.list(principal=ACME)), dump(m.ledger(principal=ACME)),
+                           dump(m.stats(principal=ACME)), m.store.meta("dashboard", "secret"),
+                           dump(list(m.export(principal=ACME)))])
+        assert got[0].decode() not in seen
+    finally:
+        m.close()
+    assert rows(location, "SELECT COUNT(*) FROM secrets")[0][0] == 1

@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import ValidationError
 
 from situated.dashboard import views
-from situated.dashboard.session import Cookies, Session, load_secret
+from situated.dashboard.session import Cookies, Session
 from situated.errors import InvalidInput, SituatedError
 from situated.http.errors import status_of
 from situated.models import Principal
@@ -84,8 +84,8 @@ class Dashboard:
     @property
     def cookies(self) -> Cookies:
         with self._lock:
-            if self._cookies is None:  # the secret lives beside the store: read it once
-                self._cookies = Cookies(load_secret(self.service.store_path()))
+            if self._cookies is None:  # the secret is kept in the store: read it once
+                self._cookies = Cookies(self.service.dashboard_secret())
             return self._cookies
 
     # -- responses --------------------------------------------------------------------------

@@ -6,31 +6,26 @@ Every request asks the key store again (`Service.live_key`), so revoking the key
 session at the next click. The cookie is signed (itsdangerous, HMAC-SHA1 over a timestamped
 payload), `HttpOnly`, `SameSite=Strict`, `Secure` over https, and expires after `MAX_AGE`.
 
-The signing secret is generated once per store and kept beside it in `<db>-dashboard-secret`
-(mode 0600, linked into place whole, so every worker process of one server and every restart signs
-alike); deleting the file logs every browser out. Every POST carries the session's CSRF token
+The signing secret is generated once per store and kept in the store itself (its `secrets`
+table, `store.secrets`: made atomically on first use, read by no other path), so every worker
+process of every server of one store, SQLite file or PostgreSQL database, and every restart
+signs alike. Every POST carries the session's CSRF token
 in a form field (`csrf`), compared in constant time; a login rotates the token.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hmac
-import os
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.requests import Request
 from starlette.responses import Response
 
-from situated.errors import SituatedRuntimeError
-
 COOKIE = "situated_session"
 MAX_AGE = 12 * 3600
 """Seconds a session lasts after its login (then the key is pasted again)."""
-SECRET_SUFFIX = "-dashboard-secret"
 
 
 @dataclass(frozen=True)
@@ -56,35 +51,6 @@ class Session:
 
     def valid_csrf(self, token: str | None) -> bool:
         return isinstance(token, str) and hmac.compare_digest(token.encode(), self.csrf.encode())
-
-
-def secret_path(store_path: str) -> Path:
-    return Path(f"{store_path}{SECRET_SUFFIX}")
-
-
-def load_secret(store_path: str) -> bytes:
-    """The store's signing secret, created on first use (0600; an existing one is kept).
-
-    Written to a private temporary file and hard-linked into place, so a process that finds
-    the file (another worker starting at the same moment) always reads a whole secret."""
-    path = secret_path(store_path)
-    if not path.exists():
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(secrets.token_hex(32).encode())
-                f.flush()
-                os.fsync(f.fileno())
-            with contextlib.suppress(FileExistsError):  # another process was first: use its
-                os.link(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-    value = path.read_bytes().strip()
-    if len(value) < 32:
-        raise SituatedRuntimeError(f"{path} holds no usable secret: delete it to make a new "
-                                   "one (every browser session ends)")
-    return value
 
 
 class Cookies:

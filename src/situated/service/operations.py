@@ -403,6 +403,12 @@ class Service:
                 return None
         return key if key.revoked_at is None else None
 
+    def dashboard_secret(self) -> bytes:
+        """The store's signing key for dashboard cookies (`store.secrets`: kept in the store,
+        on either backend, made on first use)."""
+        with self.pool.use() as mem:
+            return mem.store.secret("dashboard")
+
     def store_path(self) -> str:
         """The file this service serves (where a door keeps what belongs beside it)."""
         with self.pool.use() as mem:

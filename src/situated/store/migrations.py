@@ -356,3 +356,10 @@ def m012_attribute_schema(db: apsw.Connection) -> None:
         CREATE INDEX memories_attribute ON memories (tenant, attribute);
         """
     )
+
+
+@migration
+def m013_secrets(db: apsw.Connection) -> None:
+    """Store-wide secrets of the doors (`situated.store.secrets`: the dashboard's signing key),
+    read by `Store.secret` only."""
+    db.execute("CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)")

@@ -78,6 +78,7 @@ from situated.store.scope import (
     principal_key,
     recall_where,
 )
+from situated.store.secrets import check_name, checked, new_value
 from situated.store.values import RebuildReport, RecallRow, StoredRecall
 from situated.store.vectors import SqliteVecIndex, VectorMeta, load_extension
 
@@ -296,6 +297,18 @@ class Store:
 
     def embedder_ref(self) -> str | None:
         return self.meta("embedder").get("embedder")
+
+    def secret(self, name: str) -> bytes:
+        """A store-wide secret of the doors (`store.secrets`), made on first use, under the
+        write lock (a process asking at the same moment reads the one stored)."""
+        check_name(name)
+        row = self._one("SELECT value FROM secrets WHERE name = ?", (name,))
+        if row is None:
+            with self.transaction():
+                self.db.execute("INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)",
+                                (name, new_value()))
+                row = self._one("SELECT value FROM secrets WHERE name = ?", (name,))
+        return checked(name, None if row is None else row[0])
 
     # -- writes (call inside `transaction()`) ----------------------------------------------
 

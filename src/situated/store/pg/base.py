@@ -17,7 +17,7 @@ memory's row is also locked (`FOR UPDATE`) while an event folds into its counter
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -30,6 +30,7 @@ from situated.errors import EmbedderMismatch, InvalidInput, StoreBusy, StoreFail
 from situated.models import Principal, utcnow
 from situated.store.pg.schema import MIGRATION_LOCK, MIGRATIONS, vector_columns
 from situated.store.scope import Eligibility, System, recall_where_pg
+from situated.store.secrets import check_name, checked, new_value
 
 POOL_SIZE = 8
 PREPARE_THRESHOLD = 2
@@ -70,6 +71,8 @@ class _Local(threading.local):
     conn: psycopg.Connection[Any] | None = None
     writing: bool = False
     locked: set[str]
+    plan: tuple[str, str] | None = None
+    """The planner settings set in this transaction (`Search._plan`), None: the defaults."""
 
     def __init__(self) -> None:
         self.locked = set()
@@ -102,13 +105,16 @@ class PgBase:
 
     # -- statements -------------------------------------------------------------------------
 
-    def _all(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+    def _all(
+        self, sql: str, params: Sequence[object] = (), binary: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """Every row of a query; `binary` results for wide ones (vectors: no text parsing)."""
         conn = self._local.conn
         with translated(self.path):
             if conn is not None:
-                return conn.execute(sql, params).fetchall()
+                return conn.execute(sql, params, binary=binary).fetchall()
             with self.pool.connection() as c:
-                return c.execute(sql, params).fetchall()
+                return c.execute(sql, params, binary=binary).fetchall()
 
     def _one(self, sql: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
         rows = self._all(sql, params)
@@ -129,6 +135,15 @@ class PgBase:
         with translated(self.path), conn.cursor() as cur:
             cur.executemany(sql, rows)
 
+    def _copy(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
+        """`COPY ... FROM STDIN` of `rows` (text format), in the current write transaction."""
+        conn = self._local.conn
+        if conn is None or not self._local.writing:
+            raise RuntimeError("a PostgreSQL store write runs inside transaction()")
+        with translated(self.path), conn.cursor() as cur, cur.copy(sql) as copy:
+            for row in rows:
+                copy.write_row(row)
+
     # -- transactions -------------------------------------------------------------------------
 
     @contextmanager
@@ -142,7 +157,7 @@ class PgBase:
             yield
             return
         with translated(self.path), self.pool.connection() as conn, conn.transaction():
-            local.conn, local.writing, local.locked = conn, True, set()
+            local.conn, local.writing, local.locked, local.plan = conn, True, set(), None
             try:
                 yield
             finally:
@@ -156,13 +171,18 @@ class PgBase:
         if local.conn is not None:
             yield
             return
-        with translated(self.path), self.pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            local.conn = conn
+        with translated(self.path), self.pool.connection() as conn:
+            # BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY: one round trip
+            conn.isolation_level, conn.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
             try:
-                yield
+                with conn.transaction():
+                    local.conn, local.plan = conn, None
+                    try:
+                        yield
+                    finally:
+                        local.conn = None
             finally:
-                local.conn = None
+                conn.isolation_level, conn.read_only = None, None
 
     def _lock(self, tenant: str) -> None:
         """Take the tenant's write lock for the rest of the write transaction (no-op in reads)."""
@@ -257,6 +277,19 @@ class PgBase:
 
     def embedder_ref(self) -> str | None:
         return self.meta("embedder").get("embedder")
+
+    def secret(self, name: str) -> bytes:
+        """A store-wide secret of the doors (`store.secrets`), made on first use: the insert
+        keeps a row another process made first, and the read in the same transaction returns
+        the one stored."""
+        check_name(name)
+        row = self._one("SELECT value FROM secrets WHERE name = %s", (name,))
+        if row is None:
+            with self.transaction():
+                self._run("INSERT INTO secrets (name, value) VALUES (%s, %s) "
+                          "ON CONFLICT (name) DO NOTHING", (name, new_value()))
+                row = self._one("SELECT value FROM secrets WHERE name = %s", (name,))
+        return checked(name, None if row is None else row[0])
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:

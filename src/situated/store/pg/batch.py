@@ -1,8 +1,8 @@
 """The batch writer's and the recall's bulk calls on PostgreSQL (`write.writer`,
-`recall.retrieve`): lookups of many keys at once, many inserts, many searches, candidate rows
-with their vectors. Each read takes an `Eligibility` and renders it with `Eligibility.where_pg`,
-the same gates as SQLite's; where SQLite has a set-based or resident-slice path (`insert_many`,
-`dense_many`), this backend gives the same results through its one-row calls."""
+`recall.retrieve`): lookups of many keys at once, many searches, candidate rows with their
+vectors. Each read takes an `Eligibility` and renders it with `Eligibility.where_pg`, the same
+gates as SQLite's. `insert_many` is set-based (`pg.bulk`); `insert_each` is the one-row
+reference it is tested against."""
 
 from __future__ import annotations
 
@@ -11,20 +11,19 @@ from collections.abc import Sequence
 from situated.embed.base import Vector
 from situated.models import MemoryRecord
 from situated.store.bulk import NewRow
-from situated.store.pg.upkeep import Upkeep
+from situated.store.pg.bulk import Bulk
 from situated.store.pg.writes import SELECT
 from situated.store.scope import SYSTEM, Eligibility, check_write
 from situated.store.sqlite import _record
 from situated.store.values import RecallRow
 
 
-class Batch(Upkeep):
+class Batch(Bulk):
     """Many rows in one call."""
 
-    def insert_many(self, rows: Sequence[NewRow]) -> list[int]:
-        """`insert` and the events of each row, in order, in one transaction (the caller's);
-        returns the rids. Every writer must be allowed to write its row's scope: checked for
-        all rows before the first is written."""
+    def insert_each(self, rows: Sequence[NewRow]) -> list[int]:
+        """`insert_many` row by row through `insert` and `append_event` (the reference the
+        set-based path is tested against), in one transaction (the caller's)."""
         for r in rows:
             check_write(r.writer, r.record.scope)
         rids: list[int] = []
@@ -99,7 +98,7 @@ class Batch(Upkeep):
         rows = self._all(
             f"SELECT {SELECT}, CASE WHEN m.analysis_version = %s THEN m.analysis END{vectors} "
             f"FROM memories m WHERE m.rid = ANY(%s::bigint[]) AND {where}",
-            (version, list(rids), *params),
+            (version, list(rids), *params), binary=True,
         )
         return {
             int(r[0]): RecallRow(

@@ -26,7 +26,7 @@ from situated.errors import InvalidInput
 from situated.models import Counters, LifecycleState
 from situated.store.ledger import Folded, replay
 from situated.store.lexical import doc_tokens
-from situated.store.pg.schema import MIGRATION_LOCK
+from situated.store.pg.schema import MIGRATION_LOCK, POSTINGS_OF
 from situated.store.pg.store import PostgresStore
 from situated.store.pg.writes import COLUMNS
 from situated.store.scope import SYSTEM
@@ -140,6 +140,7 @@ def _copy_memories(src: Store, dst: PostgresStore) -> None:
         dst._many(sql, batch)
     dst._run("SELECT setval(pg_get_serial_sequence('memories', 'rid'), "
              "coalesce((SELECT max(rid) FROM memories), 0) + 1, false)")
+    dst._run(POSTINGS_OF)
     dst._run("INSERT INTO lexicon_stats (tenant, docs, length) SELECT tenant, COUNT(*), "
              "SUM(lex_len) FROM memories WHERE lex IS NOT NULL GROUP BY tenant")
 

@@ -4,16 +4,18 @@ Each runs once, in one transaction, under an advisory lock (two processes openin
 database at once migrate it once), and is recorded in `_migrations`.
 
 Layout, so the schema can be distributed by tenant unchanged (Citus: `tenant` is the
-distribution column of every table below but `meta`, `names` and `_migrations`, which are small
-store-wide reference tables):
+distribution column of every table below but `meta`, `names`, `secrets` and `_migrations`,
+which are small store-wide reference tables):
 
+- `secrets` (the doors' store-wide secrets, `store.secrets`) is read by `secret()` only;
 - every per-tenant table carries `tenant`, and every primary key and unique constraint starts
   with it; row ids (`rid`, `seq`) are identity columns, unique in the store;
 - `memories` holds the record, its two vectors (`content_vec`, `state_vec`, pgvector, added
   with their HNSW indexes when the store binds its embedder: the dimension is the model's) and
   its lexical row: `lex` (a `tsvector` of the memory's tokens, GIN-indexed), `lex_tf` (each
   token's count) and `lex_len` (tokens), so BM25 is scored with the tenant's own statistics
-  (`lexicon_stats`), as `store.lexical` does for SQLite;
+  (`lexicon_stats`), as `store.lexical` does for SQLite, and `lexicon_postings` holds each
+  term's rows with their counts (what a search reads);
 - roles are kept twice: `roles` (JSON text, as the record reads it back) and `role_set`
   (`text[]`, what the scope gate compares: `role_set <@ held roles`);
 - the ledger is append-only (a trigger refuses UPDATE and DELETE).
@@ -23,6 +25,14 @@ from __future__ import annotations
 
 MIGRATION_LOCK = 0x5175_7473_0001
 """The advisory lock key migrations run under."""
+
+POSTINGS_OF = (
+    "INSERT INTO lexicon_postings (tenant, term, rid, tf, length) "
+    "SELECT m.tenant, e.key, m.rid, e.value::int, m.lex_len "
+    "FROM memories m CROSS JOIN LATERAL jsonb_each_text(m.lex_tf) e "
+    "WHERE m.lex_tf IS NOT NULL AND m.state <> 'ERASED'"
+)
+"""The postings of memories rows (a WHERE clause narrows them: `AND ...`)."""
 
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_create_tables", """
@@ -197,15 +207,48 @@ CREATE TABLE attribute_schema (
 );
 CREATE INDEX memories_attribute ON memories (tenant, attribute);
 """),
+    # a memory's row whole in its page while it fits (toast_tuple_target: the largest there
+    # is; the vectors kept in the row (MAIN) over pgvector's default, EXTERNAL): an exact scan
+    # of a tenant's vectors and a lexical read of `lex_tf` then touch no TOAST pages. Rows
+    # written earlier move when rewritten (VACUUM FULL memories)
+    ("m003_rows_inline", """
+ALTER TABLE memories SET (toast_tuple_target = 8160);
+DO $$ BEGIN
+    IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+               AND table_name = 'memories' AND column_name = 'content_vec') THEN
+        ALTER TABLE memories ALTER COLUMN content_vec SET STORAGE MAIN,
+            ALTER COLUMN state_vec SET STORAGE MAIN;
+    END IF;
+END $$;
+"""),    # each term's rows with their counts (SQLite's `lexicon_postings`): a lexical search reads
+    # this index only, not every matching row of `memories`; filled from `lex_tf`
+    ("m004_lexicon_postings", """
+CREATE TABLE lexicon_postings (
+    tenant TEXT NOT NULL,
+    term TEXT NOT NULL,
+    rid BIGINT NOT NULL,
+    tf INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    PRIMARY KEY (tenant, term, rid) INCLUDE (tf, length)
+);
+""" + POSTINGS_OF + """;
+"""),
+    # store-wide secrets of the doors (`store.secrets`), read by `secret()` only
+    ("m005_secrets", """
+CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""),
 ]
 
 
 def vector_columns(dim: int) -> str:
     """The two vector columns of `memories` and their HNSW indexes (cosine), for a model of
-    `dim` dimensions: run once, when the store binds its embedder."""
+    `dim` dimensions: run once, when the store binds its embedder. Kept in the row (storage
+MAIN) while it fits in a page."""
     d = int(dim)
     return f"""
 ALTER TABLE memories ADD COLUMN content_vec vector({d}), ADD COLUMN state_vec vector({d});
+ALTER TABLE memories ALTER COLUMN content_vec SET STORAGE MAIN,
+    ALTER COLUMN state_vec SET STORAGE MAIN;
 CREATE INDEX memories_content_hnsw ON memories USING hnsw (content_vec vector_cosine_ops);
 CREATE INDEX memories_state_hnsw ON memories USING hnsw (state_vec vector_cosine_ops);
 """

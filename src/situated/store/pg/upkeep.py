@@ -126,8 +126,9 @@ class Upkeep(Recalls):
             )
             vec = " OR content_vec IS NOT NULL OR state_vec IS NOT NULL" if self.dim else ""
             erased = self._one(
-                "SELECT COUNT(*) FROM memories WHERE state = 'ERASED' AND (content <> '' "
-                f"OR lex IS NOT NULL{vec})"
+                "SELECT COUNT(*) FROM memories m WHERE state = 'ERASED' AND (content <> '' "
+                "OR lex IS NOT NULL OR EXISTS (SELECT 1 FROM lexicon_postings p "
+                f"WHERE p.tenant = m.tenant AND p.rid = m.rid){vec})"
             )
         problems = []
         if stats and int(stats[0]):

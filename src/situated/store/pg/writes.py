@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -18,6 +18,7 @@ from situated.store.ledger import EventType, Folded, fold
 from situated.store.lexical import doc_tokens
 from situated.store.pg.base import PgBase
 from situated.store.pg.names import claim_scope
+from situated.store.pg.schema import POSTINGS_OF
 from situated.store.scope import Eligibility, System, check_write
 from situated.store.sqlite import _payload_json, _utility_delta, _utility_namespace
 
@@ -38,6 +39,56 @@ def no_nul(field: str, value: str | None) -> None:
         raise InvalidInput(field, "holds a NUL character, which PostgreSQL text cannot store")
 
 
+MEMORY_COLUMNS = (*COLUMNS[1:], "role_set", "analysis", "analysis_version", "lex", "lex_tf",
+                  "lex_len", "content_vec", "state_vec")
+"""The columns a new memory is written with (`rid` is allotted by the table)."""
+
+
+def memory_values(
+    rec: MemoryRecord,
+    vectors: dict[str, Vector],
+    reason: str,
+    analysis: tuple[int, bytes | None] | None,
+    state: LifecycleState,
+) -> tuple[tuple[object, ...], list[str]]:
+    """A new memory's values for `MEMORY_COLUMNS` (`lex` as the text of its `tsvector`) and
+    its lexical tokens; InvalidInput naming the argument for a NUL character, before anything
+    is written. Counters start at 0."""
+    src, sc, val = rec.source, rec.scope, rec.validity
+    st = src.state
+    for field, value in (("content", rec.content), ("source.state", st.text if st else None),
+                         ("source.action", src.action), ("entity", rec.entity),
+                         ("attribute", rec.attribute), ("namespace", sc.namespace),
+                         ("consent", sc.consent), ("reason", reason),
+                         ("source.episode_id", src.episode_id)):
+        no_nul(field, value)
+    words = doc_tokens(rec.content, st.describe() if st else "")
+    tf = Counter(words)
+    version, blob = analysis if analysis is not None else (0, None)
+    values: tuple[object, ...] = (
+        rec.id, sc.tenant, sc.namespace, rec.kind.value, rec.content,
+        st.text if st else None, json.dumps(st.facts) if st else None,
+        int(src.state_unknown), src.action,
+        None if src.outcome.success is None else int(src.outcome.success),
+        src.outcome.reward, src.episode_id, src.step, json.dumps(list(src.evidence)),
+        json.dumps(list(rec.conditions)), rec.entity, rec.attribute,
+        json.dumps(rec.value), int(rec.multi_valued), json.dumps(sorted(sc.roles)),
+        sc.role_key, int(sc.classification), sc.consent, int(rec.authority),
+        val.valid_from, val.valid_until, val.recorded_at, state.value,
+        0, 0, 0, 0, rec.policy_version, rec.supersedes, rec.superseded_by,
+        rec.fingerprint, rec.proposed_by,
+        sorted(sc.roles), blob, version, tsvector_text(tf), Jsonb(dict(tf)), len(words),
+        vectors["content"], vectors["state"],
+    )
+    return values, words
+
+
+def tsvector_text(terms: Iterable[str]) -> str:
+    """The input text of a `tsvector` holding exactly these lexemes (no positions): what
+    `array_to_tsvector` makes of them, for COPY."""
+    return " ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
 class Writes(PgBase):
     """Every change to memories, in the transaction of its ledger event."""
 
@@ -52,48 +103,25 @@ class Writes(PgBase):
     ) -> int:
         """Insert a new memory with its vectors, its lexical row and its `proposed` event."""
         check_write(writer, rec.scope)
-        src, sc, val = rec.source, rec.scope, rec.validity
-        st = src.state
-        state_text = st.describe() if st else ""
-        for field, value in (("content", rec.content), ("source.state", st.text if st else None),
-                             ("source.action", src.action), ("entity", rec.entity),
-                             ("attribute", rec.attribute), ("namespace", sc.namespace),
-                             ("consent", sc.consent), ("reason", reason),
-                             ("source.episode_id", src.episode_id)):
-            no_nul(field, value)
+        sc = rec.scope
+        values, words = memory_values(rec, vectors, reason, analysis, LifecycleState.PROPOSED)
         if self.dim is None:
             raise RuntimeError("bind_embedder() before the first insert")
-        words = doc_tokens(rec.content, state_text)
-        tf = Counter(words)
         with self.transaction():
             self._lock(sc.tenant)
             claim_scope(self, sc.tenant, sc.namespace, sc.roles)
-            version, blob = analysis if analysis is not None else (0, None)
-            values: tuple[object, ...] = (
-                rec.id, sc.tenant, sc.namespace, rec.kind.value, rec.content,
-                st.text if st else None, json.dumps(st.facts) if st else None,
-                int(src.state_unknown), src.action,
-                None if src.outcome.success is None else int(src.outcome.success),
-                src.outcome.reward, src.episode_id, src.step, json.dumps(list(src.evidence)),
-                json.dumps(list(rec.conditions)), rec.entity, rec.attribute,
-                json.dumps(rec.value), int(rec.multi_valued), json.dumps(sorted(sc.roles)),
-                sc.role_key, int(sc.classification), sc.consent, int(rec.authority),
-                val.valid_from, val.valid_until, val.recorded_at, LifecycleState.PROPOSED.value,
-                0, 0, 0, 0, rec.policy_version, rec.supersedes, rec.superseded_by,
-                rec.fingerprint, rec.proposed_by,
-                sorted(sc.roles), blob, version, list(tf), Jsonb(dict(tf)), len(words),
-                vectors["content"], vectors["state"],
-            )
-            cols = [*COLUMNS[1:], "role_set", "analysis", "analysis_version", "lex", "lex_tf",
-                    "lex_len", "content_vec", "state_vec"]
+            cols = list(MEMORY_COLUMNS)
             marks = ["%s"] * len(cols)
             marks[cols.index("lex")] = "array_to_tsvector(%s::text[])"
+            at = cols.index("lex")
+            values = (*values[:at], list(dict.fromkeys(words)), *values[at + 1:])
             row = self._one(
                 f"INSERT INTO memories ({', '.join(cols)}) VALUES ({', '.join(marks)}) "
                 "RETURNING rid",
                 values,
             )
             assert row is not None
+            self._run(POSTINGS_OF + " AND m.tenant = %s AND m.rid = %s", (sc.tenant, row[0]))
             self._run(
                 "INSERT INTO lexicon_stats (tenant, docs, length) VALUES (%s, 1, %s) "
                 "ON CONFLICT (tenant) DO UPDATE SET docs = lexicon_stats.docs + 1, "
@@ -241,6 +269,7 @@ class Writes(PgBase):
             "AND m.lex_len IS NOT NULL",
             (tenant, rid),
         )
+        self._run("DELETE FROM lexicon_postings WHERE tenant = %s AND rid = %s", (tenant, rid))
         self._run(
             "UPDATE memories SET content = '', state_text = NULL, state_facts = NULL, "
             "action = NULL, success = NULL, reward = NULL, episode_id = NULL, step = NULL, "
