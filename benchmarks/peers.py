@@ -76,25 +76,18 @@ def _mem0_quiet() -> None:
 
 
 def open_mem0(root: Path, vectors: dict[str, np.ndarray]) -> Any:
-    """mem0's local setup, its embedding model returning `vectors[text]`."""
-    _mem0_quiet()
-    from mem0 import Memory as Mem0
+    """mem0's local setup (`situated.eval.mem0_arm.local_mem0`), its embedding model
+    returning `vectors[text]`."""
     from mem0.configs.embeddings.base import BaseEmbedderConfig
     from mem0.embeddings.base import EmbeddingBase
+
+    from situated.eval.mem0_arm import local_mem0
 
     class Precomputed(EmbeddingBase):  # type: ignore[misc]
         def embed(self, text: str, memory_action: str | None = None) -> list[float]:
             return vectors[text].tolist()
 
-    m = Mem0.from_config({
-        "vector_store": {"provider": "qdrant", "config": {
-            "path": str(root / "qdrant"), "collection_name": "memories",
-            "embedding_model_dims": DIM, "on_disk": False}},
-        "embedder": {"provider": "openai", "config": {
-            "model": "unused", "api_key": "unused", "embedding_dims": DIM}},
-        "llm": {"provider": "openai", "config": {"model": "unused", "api_key": "unused"}},
-        "history_db_path": str(root / "history.db"),
-    })
+    m = local_mem0(root, DIM)
     m.embedding_model = Precomputed(BaseEmbedderConfig(model="precomputed",
                                                        embedding_dims=DIM))
     return m

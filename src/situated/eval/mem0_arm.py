@@ -21,6 +21,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from situated.embed.base import Embedder
@@ -59,14 +60,14 @@ def _embedding(embedder: Embedder, dims: int) -> Any:
     return SituatedEmbedding(BaseEmbedderConfig(model=embedder.model_ref, embedding_dims=dims))
 
 
-def open_mem0(world: World) -> Any:
-    """A fresh mem0 `Memory` beside the scenario's store, holding the scenario's memories."""
+def local_mem0(root: Path, dims: int) -> Any:
+    """A mem0 `Memory` in its documented local setup under `root` (Qdrant in the process,
+    SQLite history; the LLM and embedder clients are configured, never called: the caller
+    puts its own `embedding_model` in place)."""
     _quiet()
     from mem0 import Memory as Mem0
 
-    root = world.path.parent / f"{world.path.stem}-mem0"
-    dims = world.embedder.dim
-    m = Mem0.from_config({
+    return Mem0.from_config({
         "vector_store": {"provider": "qdrant", "config": {
             "path": str(root / "qdrant"), "collection_name": "memories",
             "embedding_model_dims": dims, "on_disk": False}},
@@ -75,6 +76,12 @@ def open_mem0(world: World) -> Any:
         "llm": {"provider": "openai", "config": {"model": "unused", "api_key": "unused"}},
         "history_db_path": str(root / "history.db"),
     })
+
+
+def open_mem0(world: World) -> Any:
+    """A fresh mem0 `Memory` beside the scenario's store, holding the scenario's memories."""
+    dims = world.embedder.dim
+    m = local_mem0(world.path.parent / f"{world.path.stem}-mem0", dims)
     m.embedding_model = _embedding(world.embedder, dims)
     sc = world.scenario
     for spec in sc.memories:
