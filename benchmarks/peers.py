@@ -173,20 +173,13 @@ def run_size(n: int, queries: int, add_n: int, seed: int, workdir: Path,
                 for r, _ in hits}
         same += len(mine & {h["memory"] for h in got}) / K
 
-    for s in extra:  # both embedders know these texts
-        emb.learn(s.kwargs["content"], s.content_vec)
-        st = s.kwargs.get("state")
-        if st is not None and not st.is_empty:
-            emb.learn(st.describe(), s.state_vec)
     t0 = time.perf_counter()
     for s in extra:
         m.add(s.kwargs["content"], user_id=f"t{s.tenant}", infer=False)
     mem0_add = add_n / (time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    for s in extra:
-        mem.add(principal=R.principal(s.tenant), **s.kwargs)
-    situated_add = add_n / (time.perf_counter() - t0)
-    m.close() if hasattr(m, "close") else None
+    situated_add = R.add_one_by_one(mem, extra, emb)  # teaches `emb` the texts, then times
+    if hasattr(m, "close"):
+        m.close()
     mem.close()
     out = {"n": n, "queries": queries, "mem0_search": pcts(t_mem0),
            "situated_recall": pcts(t_recall), "situated_dense": pcts(t_dense),

@@ -23,6 +23,7 @@ from situated.models import Counters, LifecycleState, MemoryRecord, Principal, u
 from situated.store.ledger import EventType, Folded, fold
 from situated.store.lexical import doc_tokens
 from situated.store.names import claim_scope
+from situated.store.rows import record_values
 from situated.store.vectors import FIELDS, VectorMeta
 from situated.store.vectors import _blob as blob
 from situated.store.vectors import _meta_tuple as meta_tuple
@@ -120,22 +121,7 @@ def _state_text(rec: MemoryRecord) -> str:
 
 def _columns(r: NewRow, state: str) -> tuple[object, ...]:
     """The `memories` values of `Store.insert`, with the final state and the analysis."""
-    rec = r.record
-    src, sc, val = rec.source, rec.scope, rec.validity
-    st = src.state
-    return (
-        rec.id, sc.tenant, sc.namespace, rec.kind.value, rec.content,
-        st.text if st else None, json.dumps(st.facts) if st else None,
-        int(src.state_unknown), src.action,
-        None if src.outcome.success is None else int(src.outcome.success),
-        src.outcome.reward, src.episode_id, src.step, json.dumps(list(src.evidence)),
-        json.dumps(list(rec.conditions)), rec.entity, rec.attribute,
-        json.dumps(rec.value), int(rec.multi_valued), json.dumps(sorted(sc.roles)),
-        sc.role_key, int(sc.classification), sc.consent, int(rec.authority),
-        val.valid_from, val.valid_until, val.recorded_at, state,
-        0, 0, 0, 0, rec.policy_version, rec.supersedes, rec.superseded_by,
-        rec.fingerprint, rec.proposed_by, r.analysis[1], r.analysis[0],
-    )
+    return (*record_values(r.record, state), r.analysis[1], r.analysis[0])
 
 
 def _index_lexicon(

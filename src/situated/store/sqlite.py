@@ -67,6 +67,7 @@ from situated.store.resident import (
     Slice,
     tokens,
 )
+from situated.store.rows import record_values
 from situated.store.scope import (
     ALL_STATES,
     SYSTEM,
@@ -326,25 +327,13 @@ class Store:
         The writer must be allowed to write `rec.scope` (`scope.check_write`). `analysis` is
         (version, stored form) of `situated.recall.analysis`, kept with the row."""
         check_write(writer, rec.scope)
-        src, sc, val = rec.source, rec.scope, rec.validity
+        src, sc = rec.source, rec.scope
         st = src.state
         claim_scope(self.db, sc.tenant, sc.namespace, sc.roles)  # a look-alike name: refused
         self.db.execute(
             f"""INSERT INTO memories ({", ".join(_COLUMNS[1:])})
                 VALUES ({",".join("?" * (len(_COLUMNS) - 1))})""",
-            (
-                rec.id, sc.tenant, sc.namespace, rec.kind.value, rec.content,
-                st.text if st else None, json.dumps(st.facts) if st else None,
-                int(src.state_unknown), src.action,
-                None if src.outcome.success is None else int(src.outcome.success),
-                src.outcome.reward, src.episode_id, src.step, json.dumps(list(src.evidence)),
-                json.dumps(list(rec.conditions)), rec.entity, rec.attribute,
-                json.dumps(rec.value), int(rec.multi_valued), json.dumps(sorted(sc.roles)),
-                sc.role_key, int(sc.classification), sc.consent, int(rec.authority),
-                val.valid_from, val.valid_until, val.recorded_at, LifecycleState.PROPOSED.value,
-                0, 0, 0, 0, rec.policy_version, rec.supersedes, rec.superseded_by,
-                rec.fingerprint, rec.proposed_by,
-            ),
+            record_values(rec, LifecycleState.PROPOSED.value),
         )
         rid = int(self.db.last_insert_rowid())
         if analysis is not None:

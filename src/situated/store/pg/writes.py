@@ -19,6 +19,7 @@ from situated.store.lexical import doc_tokens
 from situated.store.pg.base import PgBase
 from situated.store.pg.names import claim_scope
 from situated.store.pg.schema import POSTINGS_OF
+from situated.store.rows import record_values
 from situated.store.scope import Eligibility, System, check_write
 from situated.store.sqlite import _payload_json, _utility_delta, _utility_namespace
 
@@ -54,7 +55,7 @@ def memory_values(
     """A new memory's values for `MEMORY_COLUMNS` (`lex` as the text of its `tsvector`) and
     its lexical tokens; InvalidInput naming the argument for a NUL character, before anything
     is written. Counters start at 0."""
-    src, sc, val = rec.source, rec.scope, rec.validity
+    src, sc = rec.source, rec.scope
     st = src.state
     for field, value in (("content", rec.content), ("source.state", st.text if st else None),
                          ("source.action", src.action), ("entity", rec.entity),
@@ -66,17 +67,7 @@ def memory_values(
     tf = Counter(words)
     version, blob = analysis if analysis is not None else (0, None)
     values: tuple[object, ...] = (
-        rec.id, sc.tenant, sc.namespace, rec.kind.value, rec.content,
-        st.text if st else None, json.dumps(st.facts) if st else None,
-        int(src.state_unknown), src.action,
-        None if src.outcome.success is None else int(src.outcome.success),
-        src.outcome.reward, src.episode_id, src.step, json.dumps(list(src.evidence)),
-        json.dumps(list(rec.conditions)), rec.entity, rec.attribute,
-        json.dumps(rec.value), int(rec.multi_valued), json.dumps(sorted(sc.roles)),
-        sc.role_key, int(sc.classification), sc.consent, int(rec.authority),
-        val.valid_from, val.valid_until, val.recorded_at, state.value,
-        0, 0, 0, 0, rec.policy_version, rec.supersedes, rec.superseded_by,
-        rec.fingerprint, rec.proposed_by,
+        *record_values(rec, state.value),
         sorted(sc.roles), blob, version, tsvector_text(tf), Jsonb(dict(tf)), len(words),
         vectors["content"], vectors["state"],
     )
