@@ -409,11 +409,6 @@ class Service:
         with self.pool.use() as mem:
             return mem.store.secret("dashboard")
 
-    def store_path(self) -> str:
-        """The file this service serves (where a door keeps what belongs beside it)."""
-        with self.pool.use() as mem:
-            return mem.store.path
-
     def _keys(self) -> StoreContract:
         if self._key_store is None:
             with self.pool.use() as mem:
