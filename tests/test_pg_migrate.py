@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import psycopg
 from typer.testing import CliRunner
 
 from pg_server import PgServer
@@ -108,3 +109,62 @@ def test_migrate_refuses_a_non_empty_target_and_bad_locations(
     res = RUNNER.invoke(app, ["migrate", "--from", str(src), "--to",
                               "postgresql://nobody@/none?host=/nonexistent-dir"])
     assert res.exit_code == 1 and res.stderr.startswith("error: to: cannot open")
+
+
+def _vector_indexes(pg: PgServer, name: str) -> list[tuple[object, ...]]:
+    return pg.psql(name, "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c "
+                         "ON c.oid = i.indexrelid WHERE c.relname LIKE '%hnsw' ORDER BY 1")
+
+
+def test_migrate_builds_the_vector_indexes_once_after_the_copy(
+    tmp_path: Path, pg_server: PgServer
+) -> None:
+    """The copy defers the HNSW indexes and builds them over every row before the commit: the
+    target has both, valid, and its searches use them; its tables are analyzed and vacuumed
+    after the commit."""
+    src = tmp_path / "agent.db"
+    _fill(src)
+    dsn = pg_server.fresh_dsn("deferred")
+    name = dsn.split("?")[0].rsplit("/", 1)[1]
+    res = RUNNER.invoke(app, ["migrate", "--from", str(src), "--to", dsn])
+    assert res.exit_code == 0, res.output
+    assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
+                                                ("memories_state_hnsw", True)]
+    with psycopg.connect(pg_server.dsn(name), autocommit=True) as c:
+        c.execute("SET enable_seqscan = off")
+        plan = c.execute("EXPLAIN SELECT rid FROM memories ORDER BY content_vec <=> "
+                         "(SELECT content_vec FROM memories LIMIT 1) LIMIT 3").fetchall()
+    assert any("memories_content_hnsw" in str(row[0]) for row in plan), plan
+    settled = pg_server.psql(name, "SELECT c.relname, c.relallvisible = c.relpages, "
+                                   "s.last_analyze IS NOT NULL FROM pg_class c JOIN "
+                                   "pg_stat_user_tables s ON s.relid = c.oid WHERE c.relname IN "
+                                   "('memories', 'lexicon_postings', 'ledger') ORDER BY 1")
+    assert settled == [("ledger", True, True), ("lexicon_postings", True, True),
+                       ("memories", True, True)]  # analyzed and vacuumed: index-only scans
+
+
+def test_a_failed_load_leaves_the_indexes_and_the_rows_as_they_were(pg_server: PgServer) -> None:
+    dsn = pg_server.fresh_dsn("deferfail")
+    name = dsn.split("?")[0].rsplit("/", 1)[1]
+    m = Memory(dsn, embedder="hash")
+    try:
+        m.add("Already here.", principal=ACME, kind="note")
+        before = pg_server.psql(name, "SELECT id FROM memories")
+        store = m.store
+        try:
+            with store.indexes_deferred():  # type: ignore[attr-defined]
+                m.add("Half a load.", principal=ACME, kind="note")
+                raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            pass
+        assert pg_server.psql(name, "SELECT id FROM memories") == before
+        assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
+                                                    ("memories_state_hnsw", True)]
+        with store.indexes_deferred():  # type: ignore[attr-defined]
+            m.add("A whole load.", principal=ACME, kind="note")
+        assert len(pg_server.psql(name, "SELECT id FROM memories")) == 2
+        assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
+                                                    ("memories_state_hnsw", True)]
+        assert m.recall(State("a whole load"), principal=ACME, k=5).items
+    finally:
+        m.close()

@@ -7,9 +7,10 @@ records, feedback, per-namespace utility, maintenance failures, the name registr
 the learned attribute schema's evidence and the store's counters. The target must be empty
 (no memory, event, recall or key, no embedder bound): refused otherwise, nothing written.
 
-Verified after the commit: the row count of every copied table equal on both sides, the
-target's ledger replay (`rebuild`) without a mismatch, and every memory's replayed state and
-counters equal to the source's stored ones.
+After the commit the loaded tables are analyzed and vacuumed (`settle`: the planner's
+statistics and the visibility maps index-only scans need). Verified then: the row count of every
+copied table equal on both sides, the target's ledger replay (`rebuild`) without a mismatch, and
+every memory's replayed state and counters equal to the source's stored ones.
 """
 
 from __future__ import annotations
@@ -99,8 +100,13 @@ def copy_store(src: Store, dst: PostgresStore) -> MigrationReport:
         if ref is not None and dim is not None:
             dst.bind_embedder(ref, dim)
         with src.snapshot():
-            _copy_memories(src, dst)
+            if dst.dim is not None:
+                with dst.indexes_deferred():  # one HNSW build each, not a graph grown per row
+                    _copy_memories(src, dst)
+            else:
+                _copy_memories(src, dst)
             _copy_rest(src, dst)
+    dst.settle()
     return verify(src, dst)
 
 

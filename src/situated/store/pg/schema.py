@@ -239,6 +239,14 @@ CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """),
 ]
 
+VECTOR_INDEX_NAMES = ("memories_content_hnsw", "memories_state_hnsw")
+VECTOR_INDEXES = """
+CREATE INDEX memories_content_hnsw ON memories USING hnsw (content_vec vector_cosine_ops);
+CREATE INDEX memories_state_hnsw ON memories USING hnsw (state_vec vector_cosine_ops);
+"""
+"""The HNSW indexes of both vector fields (cosine), built with the columns or after a load
+(`PgBase.indexes_deferred`)."""
+
 
 def vector_columns(dim: int) -> str:
     """The two vector columns of `memories` and their HNSW indexes (cosine), for a model of
@@ -249,6 +257,5 @@ MAIN) while it fits in a page."""
 ALTER TABLE memories ADD COLUMN content_vec vector({d}), ADD COLUMN state_vec vector({d});
 ALTER TABLE memories ALTER COLUMN content_vec SET STORAGE MAIN,
     ALTER COLUMN state_vec SET STORAGE MAIN;
-CREATE INDEX memories_content_hnsw ON memories USING hnsw (content_vec vector_cosine_ops);
-CREATE INDEX memories_state_hnsw ON memories USING hnsw (state_vec vector_cosine_ops);
-"""
+""" + VECTOR_INDEXES
+
