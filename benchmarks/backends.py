@@ -23,7 +23,8 @@ Per store size, with precomputed query vectors (timings exclude embedding):
 * recall p50/p95 ms: the whole `Memory.recall` pipeline on each backend;
 * recall@10 of PostgreSQL's HNSW search against its exact scan, over the same queries;
 * add throughput: `Memory.add` from 1, 4 and 16 writer processes at once (each its own
-  tenant), memories per second over the wall time.
+  tenant), memories per second over the wall time, with the CPU each write costs the writers
+  and the server, and the rate the cores would allow at that cost (`cpu_bound_per_s`).
 """
 
 from __future__ import annotations
@@ -174,10 +175,34 @@ def _writer(location: str, n: int, count: int, dim: int, start: Any, out: Any) -
     mem.close()
 
 
-def throughput(location: str, writers: int, count: int, dim: int) -> dict[str, float]:
-    """Memories per second from `writers` processes adding `count` each, at once, and the
+def server_cpu_s(data: Path | None) -> float | None:
+    """CPU seconds the PostgreSQL server in `data` has used so far: the postmaster's own, its
+    exited children's (backends, reaped by it) and its live children's. None: not a server
+    started here (`--dsn`)."""
+    import psutil
+
+    pidfile = None if data is None else data / "postmaster.pid"
+    if pidfile is None or not pidfile.exists():
+        return None
+    post = psutil.Process(int(pidfile.read_text().split()[0]))
+    t = post.cpu_times()
+    total = t.user + t.system + t.children_user + t.children_system
+    for child in post.children():
+        try:
+            c = child.cpu_times()
+        except psutil.NoSuchProcess:  # exited between the listing and the read: reaped
+            continue
+        total += c.user + c.system
+    return float(total)
+
+
+def throughput(location: str, writers: int, count: int, dim: int,
+               server: Path | None = None) -> dict[str, float | None]:
+    """Memories per second from `writers` processes adding `count` each, at once; the
     writers' own CPU per write (the gates, embedding lookups, the client's side of the
-    store) against the wall time per write."""
+    store), the server's (`server`: its data directory) and the wall time per write; and
+    the rate the machine's cores would allow if every write cost that CPU and nothing
+    waited (`cpu_bound_per_s`), to tell a lock or a queue from a full machine."""
     ctx = mp.get_context("spawn")
     start, out = ctx.Barrier(writers + 1), ctx.Queue()
     procs = [ctx.Process(target=_writer, args=(location, n, count, dim, start, out))
@@ -185,14 +210,22 @@ def throughput(location: str, writers: int, count: int, dim: int) -> dict[str, f
     for p in procs:
         p.start()
     start.wait()
+    before = server_cpu_s(server)
     for p in procs:
         p.join()
     spans = [out.get() for _ in procs]
+    time.sleep(0.5)  # the writers' backends exit after their connections close
+    after = server_cpu_s(server)
+    writes = writers * count
     wall = max(e for _, e, _ in spans) - min(s for s, _, _ in spans)
-    return {"per_s": round(writers * count / wall, 1),
-            "client_cpu_ms_per_write": round(1000 * sum(c for *_, c in spans)
-                                             / (writers * count), 2),
-            "wall_ms_per_write": round(1000 * wall / (writers * count), 2)}
+    client = 1000 * sum(c for *_, c in spans) / writes
+    served = None if before is None or after is None else 1000 * (after - before) / writes
+    cpu = client + (served or 0.0)
+    return {"per_s": round(writes / wall, 1),
+            "client_cpu_ms_per_write": round(client, 2),
+            "server_cpu_ms_per_write": None if served is None else round(served, 2),
+            "wall_ms_per_write": round(1000 * wall / writes, 2),
+            "cpu_bound_per_s": round(1000 * (os.cpu_count() or 1) / cpu, 1)}
 
 
 def load_rates(n: int, dim: int, pg: Any, tmp: Path) -> dict[str, Any]:
@@ -324,7 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="keep the stores (and the throwaway server's data) here; a later run "
                          "with the same directory reuses the loaded stores")
     a = ap.parse_args(argv)
-    sizes = a.sizes or ([2_000, 10_000] if a.quick else [100_000, 1_000_000])
+    sizes = [2_000, 10_000] if a.quick else [100_000, 1_000_000]
+    if a.sizes is not None:  # `--sizes` alone: no recall sizes, only the writers
+        sizes = a.sizes
     if a.workdir:
         tmp = a.workdir.resolve()
         tmp.mkdir(parents=True, exist_ok=True)
@@ -361,7 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for old in tmp.glob(f"w{w}.db*"):  # a kept run's (`--workdir`)
                 old.unlink()
             Memory(loc, embedder=Precomputed(a.dim)).close()
-            out["throughput"][f"{name}_{w}_writers"] = throughput(loc, w, a.adds, a.dim)
+            out["throughput"][f"{name}_{w}_writers"] = throughput(
+                loc, w, a.adds, a.dim, None if a.dsn or name == "sqlite" else pg.data)
             print(name, w, out["throughput"][f"{name}_{w}_writers"], flush=True)
     if a.json:
         a.json.write_text(json.dumps(out, indent=2))

@@ -78,41 +78,46 @@ class Search(Reads):
         first, a chunk at a time, until `k` have passed."""
         unique = list(dict.fromkeys(terms))
         tenant = elig.principal.tenant
-        rows = self._all(
-            "SELECT t.n, p.rid, p.tf, p.length, s.docs, s.length FROM lexicon_stats s "
+        rows = self._all(  # a term's postings as three arrays: parsed in C, not row by row
+            "SELECT t.n, p.rids, p.tfs, p.lens, s.docs, s.length FROM lexicon_stats s "
             "CROSS JOIN unnest(%s::text[]) WITH ORDINALITY AS t(term, n) "
-            "CROSS JOIN LATERAL (SELECT p.rid, p.tf, p.length FROM lexicon_postings p "
-            "WHERE p.tenant = s.tenant AND p.term = t.term ORDER BY p.rid DESC LIMIT %s) p "
+            "CROSS JOIN LATERAL (SELECT array_agg(q.rid) AS rids, array_agg(q.tf) AS tfs, "
+            "array_agg(q.length) AS lens FROM (SELECT p.rid, p.tf, p.length "
+            "FROM lexicon_postings p WHERE p.tenant = s.tenant AND p.term = t.term "
+            "ORDER BY p.rid DESC LIMIT %s) q) p "
             "WHERE s.tenant = %s AND s.docs > 0 ORDER BY t.n",
             (unique, MAX_TERM_POSTINGS, tenant), binary=True,
         )
-        if not rows:
-            return []
-        n, total_len = int(rows[0][4]), float(rows[0][5])
-        a = np.array([r[:4] for r in rows], dtype=np.int64)
         hits: list[tuple[Any, Any]] = []
-        for t in np.unique(a[:, 0]):  # term by term, in query order, as `Slice.bm25` adds them
-            part = a[a[:, 0] == t]
-            df = len(part)
+        for t, rids_, tfs, lens, docs, total in rows:  # in query order, as `Slice.bm25` adds
+            if not rids_:  # a term no row of the tenant holds
+                continue
+            n, total_len = int(docs), float(total)
+            df = len(rids_)
             if df == MAX_TERM_POSTINGS:
                 counted = self._one(
                     "SELECT COUNT(*) FROM lexicon_postings WHERE tenant = %s AND term = %s",
                     (tenant, unique[int(t) - 1]),
                 )
                 df = int(counted[0]) if counted else df
-            tf, length = part[:, 2].astype(np.float32), part[:, 3].astype(np.float32)
-            hits.append((part[:, 1], bm25_term(n, total_len, df, tf, length)))
+            tf = np.asarray(tfs, dtype=np.float32)
+            length = np.asarray(lens, dtype=np.float32)
+            hits.append((np.asarray(rids_, dtype=np.int64),
+                         bm25_term(n, total_len, df, tf, length)))
+        if not hits:
+            return []
         rids = np.unique(np.concatenate([r for r, _ in hits]))
         scores = np.zeros(len(rids), dtype=np.float32)
         for r, sc in hits:
             scores[np.searchsorted(rids, r)] += sc
         order = np.lexsort((rids, -scores))
         order = order[scores[order] > 0]
-        ranked = list(zip(rids[order].tolist(), scores[order].tolist(), strict=True))
+        ranked_rids, ranked_scores = rids[order], scores[order]
         out: list[tuple[int, float, bool]] = []
         at, chunk = 0, max(64, GATE_CHUNK * k)
-        while at < len(ranked) and len(out) < k:
-            part_ = ranked[at:at + chunk]
+        while at < len(order) and len(out) < k:  # only the chunks read become Python lists
+            part_ = list(zip(ranked_rids[at:at + chunk].tolist(),
+                             ranked_scores[at:at + chunk].tolist(), strict=True))
             flags = self.situational([r for r, _ in part_], elig)
             out += [(r, v, flags[r]) for r, v in part_ if r in flags]
             at, chunk = at + chunk, chunk * 8
