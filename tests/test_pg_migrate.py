@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import psycopg
+import pytest
 from typer.testing import CliRunner
 
 from pg_server import PgServer
@@ -135,12 +136,11 @@ def test_migrate_builds_the_vector_indexes_once_after_the_copy(
         plan = c.execute("EXPLAIN SELECT rid FROM memories ORDER BY content_vec <=> "
                          "(SELECT content_vec FROM memories LIMIT 1) LIMIT 3").fetchall()
     assert any("memories_content_hnsw" in str(row[0]) for row in plan), plan
-    settled = pg_server.psql(name, "SELECT c.relname, c.relallvisible = c.relpages, "
-                                   "s.last_analyze IS NOT NULL FROM pg_class c JOIN "
-                                   "pg_stat_user_tables s ON s.relid = c.oid WHERE c.relname IN "
+    settled = pg_server.psql(name, "SELECT relname, last_vacuum IS NOT NULL, last_analyze IS "
+                                   "NOT NULL FROM pg_stat_user_tables WHERE relname IN "
                                    "('memories', 'lexicon_postings', 'ledger') ORDER BY 1")
     assert settled == [("ledger", True, True), ("lexicon_postings", True, True),
-                       ("memories", True, True)]  # analyzed and vacuumed: index-only scans
+                       ("memories", True, True)]  # analyzed and vacuumed after the load
 
 
 def test_a_failed_load_leaves_the_indexes_and_the_rows_as_they_were(pg_server: PgServer) -> None:
@@ -166,5 +166,29 @@ def test_a_failed_load_leaves_the_indexes_and_the_rows_as_they_were(pg_server: P
         assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
                                                     ("memories_state_hnsw", True)]
         assert m.recall(State("a whole load"), principal=ACME, k=5).items
+    finally:
+        m.close()
+
+
+def test_an_index_build_the_server_cannot_hold_falls_back_and_keeps_the_load(
+    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build asking for more shared memory than the server has (a container's small
+    /dev/shm, here 1 TB) fails; the load is not lost: the indexes are built again with the
+    server's own settings in one process."""
+    import situated.store.pg.base as pg_base
+
+    dsn = pg_server.fresh_dsn("buildmem")
+    name = dsn.split("?")[0].rsplit("/", 1)[1]
+    pg_server.psql("postgres", f'ALTER DATABASE "{name}" SET min_parallel_table_scan_size = 0')
+    monkeypatch.setattr(pg_base, "BUILD_MEMORY", "1TB")  # a parallel build's shared segment
+    m = Memory(dsn, embedder="hash")
+    try:
+        m.add("Already here.", principal=ACME, kind="note")
+        with m.store.indexes_deferred():  # type: ignore[attr-defined]
+            m.add("Loaded with the indexes deferred.", principal=ACME, kind="note")
+        assert len(pg_server.psql(name, "SELECT id FROM memories")) == 2
+        assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
+                                                    ("memories_state_hnsw", True)]
     finally:
         m.close()

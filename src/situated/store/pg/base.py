@@ -299,8 +299,18 @@ class PgBase:
         with self.transaction():
             self._run(f"DROP INDEX {', '.join(VECTOR_INDEX_NAMES)}")
             yield
-            self._run(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
-            self._run(VECTOR_INDEXES)
+            conn = self._local.conn
+            assert conn is not None
+            try:
+                with conn.transaction():  # a savepoint: a failed build keeps the rows
+                    self._run(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
+                    self._run(VECTOR_INDEXES)
+            except StoreFailure as exc:
+                if not exc.code.startswith("53"):  # not short of memory or of shared memory
+                    raise
+                # the server's own settings, one process: slower, within what it allows
+                self._run("SET LOCAL max_parallel_maintenance_workers = 0")
+                self._run(VECTOR_INDEXES)
 
     def settle(self) -> None:
         """After a bulk load (`indexes_deferred`, `situated migrate`): the loaded tables'
