@@ -29,6 +29,8 @@ class PgServer:
 
     uri: str
     data: Path
+    owned: bool = True
+    """A server started here (throwaway or kept): `fresh_dsn` may drop a same-named database."""
     _ids: Iterator[int] = field(default_factory=itertools.count)
 
     def dsn(self, database: str) -> str:
@@ -40,7 +42,8 @@ class PgServer:
         """A new, migrated, empty database (a copy of the template)."""
         name = f"{''.join(c for c in label.lower() if c.isalnum())[:40]}_{next(self._ids)}"
         with psycopg.connect(self.uri, autocommit=True) as c:
-            c.execute(f'DROP DATABASE IF EXISTS "{name}"')  # a kept server's earlier run
+            if self.owned:  # a kept server's earlier run; never on a server of yours
+                c.execute(f'DROP DATABASE IF EXISTS "{name}"')
             c.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE} STRATEGY WAL_LOG')
         return self.dsn(name)
 

@@ -5,6 +5,7 @@ a missing source or a target that is not PostgreSQL is refused with nothing writ
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import psycopg
@@ -160,6 +161,16 @@ def test_a_failed_load_leaves_the_indexes_and_the_rows_as_they_were(pg_server: P
         assert pg_server.psql(name, "SELECT id FROM memories") == before
         assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
                                                     ("memories_state_hnsw", True)]
+        with store.transaction():  # inside a caller's transaction that goes on and commits
+            try:
+                with store.indexes_deferred():  # type: ignore[attr-defined]
+                    m.add("Half a load, again.", principal=ACME, kind="note")
+                    raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                pass
+        assert pg_server.psql(name, "SELECT id FROM memories") == before
+        assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
+                                                    ("memories_state_hnsw", True)]
         with store.indexes_deferred():  # type: ignore[attr-defined]
             m.add("A whole load.", principal=ACME, kind="note")
         assert len(pg_server.psql(name, "SELECT id FROM memories")) == 2
@@ -174,19 +185,31 @@ def test_an_index_build_the_server_cannot_hold_falls_back_and_keeps_the_load(
     pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A build asking for more shared memory than the server has (a container's small
-    /dev/shm, here 1 TB) fails; the load is not lost: the indexes are built again with the
+    /dev/shm; here 1 TB) fails; the load is not lost: the indexes are built again with the
     server's own settings in one process."""
-    import situated.store.pg.base as pg_base
+    import situated.store.pg.bulk as pg_bulk
+    from situated.store.pg.base import PgBase
 
     dsn = pg_server.fresh_dsn("buildmem")
     name = dsn.split("?")[0].rsplit("/", 1)[1]
     pg_server.psql("postgres", f'ALTER DATABASE "{name}" SET min_parallel_table_scan_size = 0')
-    monkeypatch.setattr(pg_base, "BUILD_MEMORY", "1TB")  # a parallel build's shared segment
+    monkeypatch.setattr(pg_bulk, "BUILD_MEMORY_MAX_KB", 1024**3)  # 1 TB: a parallel build's
+    monkeypatch.setattr(pg_bulk, "GRAPH_BYTES_PER_ROW", 2**40)     # shared segment
+    ran: list[str] = []
+    run = PgBase._run
+
+    def recorded(self: PgBase, sql: str, params: Sequence[object] = ()) -> int:
+        ran.append(sql)
+        return run(self, sql, params)
+
+    monkeypatch.setattr(PgBase, "_run", recorded)
     m = Memory(dsn, embedder="hash")
     try:
         m.add("Already here.", principal=ACME, kind="note")
         with m.store.indexes_deferred():  # type: ignore[attr-defined]
             m.add("Loaded with the indexes deferred.", principal=ACME, kind="note")
+        assert "SET LOCAL maintenance_work_mem = '1073741824kB'" in ran
+        assert "SET LOCAL max_parallel_maintenance_workers = 0" in ran  # the fallback ran
         assert len(pg_server.psql(name, "SELECT id FROM memories")) == 2
         assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
                                                     ("memories_state_hnsw", True)]

@@ -57,7 +57,8 @@ def migrate(
     finally:
         dst.close()
     out = {"from": source, "to": where, "ok": report.ok, **report.counts,
-           "replayed": report.replayed, "mismatched": list(report.mismatched)}
+           "replayed": report.replayed, "mismatched": list(report.mismatched),
+           "notes": list(report.notes)}
     if people:
         _console().print(_kv_table("situated migrate", out.items()))
     else:

@@ -28,13 +28,7 @@ from psycopg_pool import ConnectionPool
 
 from situated.errors import EmbedderMismatch, InvalidInput, StoreBusy, StoreFailure
 from situated.models import Principal, utcnow
-from situated.store.pg.schema import (
-    MIGRATION_LOCK,
-    MIGRATIONS,
-    VECTOR_INDEX_NAMES,
-    VECTOR_INDEXES,
-    vector_columns,
-)
+from situated.store.pg.schema import MIGRATION_LOCK, MIGRATIONS, vector_columns
 from situated.store.scope import Eligibility, System, recall_where_pg
 from situated.store.secrets import check_name, checked, new_value
 
@@ -47,11 +41,6 @@ eligible rows are found, so the filter is applied inside the scan."""
 MAX_SCAN_TUPLES = 50_000
 """pgvector's bound on the tuples an iterative scan visits before it stops."""
 CONNECT_TIMEOUT_S = 10
-LOADED_TABLES = ("memories", "lexicon_postings", "lexicon_stats", "ledger")
-"""What a bulk load fills (`settle`)."""
-BUILD_MEMORY = "2GB"
-"""`maintenance_work_mem` while `indexes_deferred` builds the HNSW indexes: pgvector builds
-fastest while the whole graph fits (about 1.5 GB for a million 256-dimension rows)."""
 
 
 def redacted(dsn: str) -> str:
@@ -285,46 +274,6 @@ class PgBase:
             raise EmbedderMismatch(
                 f"this store holds vectors of {ref}; refusing to mix in {model_ref}"
             )
-
-    @contextmanager
-    def indexes_deferred(self) -> Iterator[None]:
-        """A write transaction for loading many memories (joins the caller's): the vector
-        fields' HNSW indexes are dropped at its start and built again over every row at its
-        end, before the commit. Building a graph once is several times faster than growing it
-        one insert at a time. DDL is transactional here: an error or a crash leaves the
-        indexes as they were. The table is locked exclusively until the commit (readers
-        wait), so this is for loading a new store (`situated migrate`), not a live one."""
-        if self.dim is None:
-            raise RuntimeError("bind_embedder() before indexes_deferred()")
-        with self.transaction():
-            self._run(f"DROP INDEX {', '.join(VECTOR_INDEX_NAMES)}")
-            yield
-            conn = self._local.conn
-            assert conn is not None
-            try:
-                with conn.transaction():  # a savepoint: a failed build keeps the rows
-                    self._run(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
-                    self._run(VECTOR_INDEXES)
-            except StoreFailure as exc:
-                if not exc.code.startswith("53"):  # not short of memory or of shared memory
-                    raise
-                # the server's own settings, one process: slower, within what it allows
-                self._run("SET LOCAL max_parallel_maintenance_workers = 0")
-                self._run(VECTOR_INDEXES)
-
-    def settle(self) -> None:
-        """After a bulk load (`indexes_deferred`, `situated migrate`): the loaded tables'
-        planner statistics (ANALYZE) and visibility maps (VACUUM, one table at a time), as
-        autovacuum would make them later. Analyzed first: an autovacuum ANALYZE running
-        meanwhile holds a snapshot that keeps VACUUM from marking the new rows all-visible,
-        and index-only scans of the postings then read the heap (the lexical search took
-        30 ms instead of 5 at 100k memories here)."""
-        if self._local.conn is not None:
-            raise RuntimeError("settle() runs outside a transaction")
-        with translated(self.path), self.pool.connection() as conn:
-            conn.execute(f"ANALYZE {', '.join(LOADED_TABLES)}")
-            for table in LOADED_TABLES:
-                conn.execute(f"VACUUM {table}")
 
     def embedder_ref(self) -> str | None:
         return self.meta("embedder").get("embedder")

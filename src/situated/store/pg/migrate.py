@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from situated.errors import InvalidInput
+from situated.errors import InvalidInput, StoreBusy, StoreFailure
 from situated.models import Counters, LifecycleState
 from situated.store.ledger import Folded, replay
 from situated.store.lexical import doc_tokens
@@ -46,6 +46,8 @@ class MigrationReport:
     counts: dict[str, int]
     replayed: int
     mismatched: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    """What did not stop the copy but should be known (a `settle` that failed)."""
 
     @property
     def ok(self) -> bool:
@@ -106,8 +108,13 @@ def copy_store(src: Store, dst: PostgresStore) -> MigrationReport:
             else:
                 _copy_memories(src, dst)
             _copy_rest(src, dst)
-    dst.settle()
-    return verify(src, dst)
+    notes: tuple[str, ...] = ()
+    try:
+        dst.settle()
+    except (StoreFailure, StoreBusy) as exc:  # the copy is committed: verify it all the same
+        notes = (f"not analyzed and vacuumed after the copy (autovacuum will; or run "
+                 f"ANALYZE then VACUUM on the loaded tables): {exc}",)
+    return replace(verify(src, dst), notes=notes)
 
 
 def _copy_memories(src: Store, dst: PostgresStore) -> None:
