@@ -319,7 +319,8 @@ def run_size(n: int, dim: int, nq: int, pg: Any, tmp: Path,
                 t0 = time.perf_counter()
                 mem.store.settle()  # type: ignore[attr-defined]
                 res["postgres_vacuum_analyze_s"] = round(time.perf_counter() - t0, 1)
-        dense_all(mem, queries[:5])  # warm: caches, the resident slices, prepared statements
+        dense_all(mem, queries[:TENANTS])  # warm, a query per tenant: caches, the resident
+        # slices and graphs, prepared statements
         samples, hits = dense_all(mem, queries)
         res[f"{name}_dense_ms"] = pcts(samples)
         res[f"{name}_recall_ms"] = pcts(recall_all(mem, emb, queries))

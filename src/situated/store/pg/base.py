@@ -28,6 +28,7 @@ from psycopg_pool import ConnectionPool
 
 from situated.errors import EmbedderMismatch, InvalidInput, StoreBusy, StoreFailure
 from situated.models import Principal, utcnow
+from situated.store.pg.graphs import GraphTenants
 from situated.store.pg.schema import MIGRATION_LOCK, MIGRATIONS, vector_columns
 from situated.store.scope import Eligibility, System, recall_where_pg
 from situated.store.secrets import check_name, checked, new_value
@@ -86,6 +87,7 @@ class PgBase:
         self._dsn = dsn
         self._local = _Local()
         self.dim: int | None = None
+        self._graphs = GraphTenants()
         try:
             with psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as boot:
                 self._migrate(boot)

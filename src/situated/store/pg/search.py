@@ -28,6 +28,7 @@ import numpy as np
 
 from situated.embed.base import Vector
 from situated.store.lexical import MAX_TERM_POSTINGS
+from situated.store.pg.graphs import predicate
 from situated.store.pg.reads import Reads
 from situated.store.resident import Rankings, bm25_term
 from situated.store.scope import Eligibility
@@ -164,8 +165,13 @@ class Search(Reads):
     ) -> tuple[list[list[tuple[int, float]]], dict[int, bool]]:
         """One statement, one ordered, gated scan per field (`UNION ALL`). Each `mode` has
         its own statement text, so its own prepared statement and cached plan (a cached plan
-        keeps the planner settings it was made under)."""
+        keeps the planner settings it was made under); so has each tenant with its own graphs
+        (`store.pg.graphs`: its name as a literal, which the partial indexes' predicate
+        matches)."""
         where, params = self._where(elig)
+        tenant = elig.principal.tenant
+        if mode == "ann" and self._graphs.has(self, tenant):  # its own graphs: name it
+            where += predicate(tenant)
         q = np.ascontiguousarray(query, dtype=np.float32)
         limit = max(1, min(int(k), MAX_K))
         branch = ("(SELECT {n} AS f, m.rid, m.{c} <=> %s, " + SITUATIONAL + " FROM memories m "
