@@ -138,7 +138,7 @@ def test_health_and_maintain_need_an_operator_key(served: Served, agent: httpx.C
         assert health.status_code == 200 and health.json()["ok"] is True
         assert "m010_api_keys" in health.json()["migrations"]
         assert set(ops.post("/v1/maintain").json()) == {"demoted", "archived", "failures",
-                                                        "refit"}
+                                                        "refit", "graphs"}
 
 
 def test_openapi_and_docs_are_served(served: Served) -> None:

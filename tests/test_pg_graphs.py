@@ -74,3 +74,22 @@ def test_a_large_tenant_gets_its_own_graphs_and_its_searches_use_them(
         assert pg_server.psql(name, "SELECT COUNT(*) FROM memories") == [(45,)]
     finally:
         m.close()
+
+
+def test_maintain_gives_a_tenant_that_grew_large_its_graphs(
+    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import situated.store.pg.graphs as pg_graphs
+
+    monkeypatch.setattr(pg_graphs, "MIN_ROWS", 20)
+    m = Memory(pg_server.fresh_dsn("maintaingraphs"), embedder="hash")
+    try:
+        m.add_many([{"content": f"Small tenant note {i}."} for i in range(5)], principal=SMALL)
+        assert m.maintain().graphs == 0  # no tenant large enough yet
+        m.add_many([{"content": f"Grown tenant note {i}."} for i in range(25)], principal=BIG)
+        assert m.maintain().graphs == 1
+        assert m.maintain().graphs == 0  # built already
+        assert m.store._graphs.has(m.store, BIG.tenant)  # type: ignore[attr-defined]
+        assert not m.store._graphs.has(m.store, SMALL.tenant)  # type: ignore[attr-defined]
+    finally:
+        m.close()

@@ -920,12 +920,14 @@ class Memory:
     # -- maintenance ------------------------------------------------------------------------
 
     def maintain(self, *, actor: str = "maintenance") -> MaintenanceReport:
-        """Run lifecycle transitions in bulk and refit a learned reconstructor.
+        """Run lifecycle transitions in bulk, refit a learned reconstructor, and give tenants
+        that grew large their own vector graphs where the store keeps them (PostgreSQL).
 
         Failures are logged, counted and shown by `health`, never swallowed.
         """
         args.label(actor, "actor")
         report = run_maintenance(self.store, self.lifecycle, actor=actor)
+        report = replace(report, graphs=len(self.store.build_graphs()))
         if isinstance(self.reconstructor, LearnedReconstructor):
             cal = self.reconstructor.fit()
             report = replace(report, refit={"examples": cal.examples if cal else 0})

@@ -25,6 +25,8 @@ class MaintenanceReport:
     archived: tuple[str, ...] = ()
     failures: tuple[str, ...] = ()
     refit: dict[str, object] = field(default_factory=dict)
+    graphs: int = 0
+    """Tenants given their own vector graphs in the database (PostgreSQL; `build_graphs`)."""
 
 
 def run_maintenance(

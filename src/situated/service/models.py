@@ -519,6 +519,7 @@ class MaintenanceDoc(_Doc):
     archived: list[str]
     failures: list[str]
     refit: dict[str, Any]
+    graphs: int = 0
 
 
 class RevokedDoc(_Doc):

@@ -1199,6 +1199,12 @@ class Store:
         )
         return int(row[0]) if row else 0
 
+    def build_graphs(self, min_rows: int | None = None) -> list[str]:
+        """Nothing to build in the file: the resident index gives a large tenant its graphs
+        in process when it loads the tenant (`store.ann`). PostgreSQL builds them in the
+        database (`store.pg.graphs`)."""
+        return []
+
     def rebuild(self, repair: bool = False) -> RebuildReport:
         """Replay every memory's ledger events and compare with the stored state and counters."""
         stored = {

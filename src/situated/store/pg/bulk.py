@@ -24,7 +24,6 @@ import numpy as np
 
 from situated.errors import InvalidInput, StoreFailure
 from situated.models import utcnow
-from situated.store.ann import DEFAULT_ROWS
 from situated.store.bulk import NewRow, final_state
 from situated.store.pg import graphs
 from situated.store.pg.base import translated
@@ -175,9 +174,10 @@ class Bulk(Upkeep):
                 conn.execute(f"VACUUM {table}")
         self.build_graphs()
 
-    def build_graphs(self, min_rows: int = DEFAULT_ROWS) -> list[str]:
-        """Each tenant of at least `min_rows` rows its own HNSW graphs (`store.pg.graphs`),
-        concurrently: writes go on meanwhile. Returns the tenants given graphs."""
+    def build_graphs(self, min_rows: int | None = None) -> list[str]:
+        """Each tenant of at least `min_rows` rows (`graphs.MIN_ROWS`) its own HNSW graphs
+        (`store.pg.graphs`), concurrently: writes go on meanwhile. Returns the tenants given
+        graphs."""
         if self._local.conn is not None:
             raise RuntimeError("build_graphs() runs outside a transaction")
         if self.dim is None:

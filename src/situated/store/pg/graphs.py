@@ -26,6 +26,8 @@ from psycopg import sql
 from situated.store.ann import DEFAULT_ROWS
 
 FIELDS = {"content": "content_vec", "state": "state_vec"}
+MIN_ROWS = DEFAULT_ROWS
+"""A tenant with at least this many rows gets its graphs (the SQLite path's threshold)."""
 REFRESH_S = 60.0
 """How long a process trusts what it read of which tenants have graphs (another process's
 `build` is seen within this)."""
@@ -44,15 +46,19 @@ def predicate(tenant: str, alias: str = "m") -> str:
     return f" AND {alias}.tenant = " + sql.Literal(tenant).as_string(None)
 
 
-def build(conn: psycopg.Connection[Any], min_rows: int = DEFAULT_ROWS) -> list[str]:
-    """Both partial indexes of every tenant with at least `min_rows` rows that lacks a valid
-    one, concurrently (an autocommit connection: no transaction may be open). An index a
-    failed concurrent build left invalid is dropped and built again. Returns the tenants
-    given graphs."""
+def build(conn: psycopg.Connection[Any], min_rows: int | None = None) -> list[str]:
+    """Both partial indexes of every tenant with at least `min_rows` rows (`MIN_ROWS`) that
+    lacks a valid one, concurrently (an autocommit connection: no transaction may be open).
+    An index a failed concurrent build left invalid is dropped and built again. Nothing on a
+    sharding coordinator (a partitioned `memories`: each shard builds its own). Returns the
+    tenants given graphs."""
+    kind = conn.execute("SELECT relkind FROM pg_class WHERE oid = 'memories'::regclass")
+    if (kind.fetchone() or ("r",))[0] != "r":
+        return []
     done = []
     for (tenant, rows) in conn.execute(
         "SELECT tenant, COUNT(*) FROM memories GROUP BY tenant HAVING COUNT(*) >= %s "
-        "ORDER BY tenant", (min_rows,),
+        "ORDER BY tenant", (MIN_ROWS if min_rows is None else min_rows,),
     ).fetchall():
         built = False
         for field, column in FIELDS.items():
