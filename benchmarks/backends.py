@@ -359,10 +359,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--resident-mb", type=float, default=DEFAULT_BUDGET_MB,
                     help="SQLite's resident index budget (the default's; 1M memories of 256 "
                          "dimensions need about 3,600)")
+    ap.add_argument("--no-tenant-graphs", action="store_true",
+                    help="PostgreSQL: no tenant gets its own graphs (one global HNSW graph, "
+                         "as before store.pg.graphs)")
     ap.add_argument("--workdir", type=Path,
                     help="keep the stores (and the throwaway server's data) here; a later run "
                          "with the same directory reuses the loaded stores")
     a = ap.parse_args(argv)
+    if a.no_tenant_graphs:
+        import situated.store.pg.graphs as pg_graphs
+
+        pg_graphs.MIN_ROWS = 2**62
     sizes = [2_000, 10_000] if a.quick else [100_000, 1_000_000]
     if a.sizes is not None:  # `--sizes` alone: no recall sizes, only the writers
         sizes = a.sizes
