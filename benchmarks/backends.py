@@ -158,11 +158,7 @@ def _writer(location: str, n: int, count: int, dim: int, start: Any, out: Any) -
     world = World(dim, 1000 + n)
     specs = [world.memory(i) for i in range(count)]
     emb = Precomputed(dim)
-    for s in specs:
-        emb.learn(s.kwargs["content"], s.content_vec)
-        st = s.kwargs.get("state")
-        if st is not None and not st.is_empty:
-            emb.learn(st.describe(), s.state_vec)
+    emb.learn_specs(specs)
     mem = Memory(location, embedder=emb)
     who = principal(n)  # its own tenant: no writer waits for another's lock
     start.wait()
@@ -243,11 +239,7 @@ def load_rates(n: int, dim: int, pg: Any, tmp: Path) -> dict[str, Any]:
         for path in ("insert_many", "one_row", "add_many"):
             loc = str(tmp / f"l{n}{path}.db") if backend == "sqlite" else pg.fresh_dsn(path)
             emb = Precomputed(dim)
-            for sp in specs:
-                emb.learn(sp.kwargs["content"], sp.content_vec)
-                st = sp.kwargs.get("state")
-                if st is not None and not st.is_empty:
-                    emb.learn(st.describe(), sp.state_vec)
+            emb.learn_specs(specs)
             mem = Memory(loc, embedder=emb)
             cpu, t0 = time.process_time(), time.perf_counter()
             if path == "add_many":

@@ -319,6 +319,14 @@ class Precomputed(Embedder):
     def learn(self, text: str, vec: F32) -> None:
         self._known[text] = vec
 
+    def learn_specs(self, specs: Sequence[Spec]) -> None:
+        """Each memory's content and source-state texts mapped to its vectors."""
+        for spec in specs:
+            self.learn(spec.kwargs["content"], spec.content_vec)
+            st = spec.kwargs.get("state")
+            if st is not None and not st.is_empty:
+                self.learn(st.describe(), spec.state_vec)
+
     def hand(self, *vectors: F32) -> None:
         self._next = list(vectors)
 
@@ -431,11 +439,7 @@ def add_one_by_one(mem: Memory, specs: Sequence[Spec], emb: Precomputed | None) 
     `Memory.add` runs the write gates and the near-duplicate check, which `bulk_load` skips.
     """
     if emb is not None:
-        for spec in specs:
-            emb.learn(spec.kwargs["content"], spec.content_vec)
-            st = spec.kwargs.get("state")
-            if st is not None and not st.is_empty:
-                emb.learn(st.describe(), spec.state_vec)
+        emb.learn_specs(specs)
     t0 = time.perf_counter()
     for spec in specs:
         mem.add(principal=principal(spec.tenant), **spec.kwargs)

@@ -13,7 +13,7 @@ from pg_server import PgServer
 from situated import Memory, Principal, State
 from situated.store.pg.base import PgBase
 from situated.store.pg.graphs import index_name
-from situated.store.scope import Eligibility
+from situated.store.scope import SYSTEM, Eligibility
 
 BIG = Principal(tenant="o'big;--", roles={"ops"}, clearance="internal",
                 name="b")
@@ -34,8 +34,8 @@ def test_a_large_tenant_gets_its_own_graphs_and_its_searches_use_them(
         store = m.store
         before = store.dense("content", m.embedder.embed(["restart the queue worker"])[0], 5,
                              Eligibility.for_recall(BIG))
-        assert store.build_graphs(min_rows=20) == [BIG.tenant]  # type: ignore[attr-defined]
-        assert store.build_graphs(min_rows=20) == []  # type: ignore[attr-defined]
+        assert store.build_graphs(SYSTEM, min_rows=20) == [BIG.tenant]  # type: ignore[attr-defined]
+        assert store.build_graphs(SYSTEM, min_rows=20) == []  # type: ignore[attr-defined]
         valid = pg_server.psql(name, "SELECT c.relname FROM pg_index i JOIN pg_class c ON "
                                      "c.oid = i.indexrelid WHERE i.indisvalid ORDER BY 1")
         assert (index_name("content", BIG.tenant),) in valid

@@ -4,6 +4,7 @@ a missing source or a target that is not PostgreSQL is refused with nothing writ
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -152,25 +153,18 @@ def test_a_failed_load_leaves_the_indexes_and_the_rows_as_they_were(pg_server: P
         m.add("Already here.", principal=ACME, kind="note")
         before = pg_server.psql(name, "SELECT id FROM memories")
         store = m.store
-        try:
-            with store.indexes_deferred():  # type: ignore[attr-defined]
-                m.add("Half a load.", principal=ACME, kind="note")
-                raise KeyboardInterrupt
-        except KeyboardInterrupt:
-            pass
-        assert pg_server.psql(name, "SELECT id FROM memories") == before
-        assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
-                                                    ("memories_state_hnsw", True)]
-        with store.transaction():  # inside a caller's transaction that goes on and commits
-            try:
-                with store.indexes_deferred():  # type: ignore[attr-defined]
-                    m.add("Half a load, again.", principal=ACME, kind="note")
-                    raise KeyboardInterrupt
-            except KeyboardInterrupt:
-                pass
-        assert pg_server.psql(name, "SELECT id FROM memories") == before
-        assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
-                                                    ("memories_state_hnsw", True)]
+        # its own transaction, then inside a caller's transaction that goes on and commits
+        for outer in (contextlib.nullcontext, store.transaction):
+            with outer():
+                try:
+                    with store.indexes_deferred():  # type: ignore[attr-defined]
+                        m.add("Half a load.", principal=ACME, kind="note")
+                        raise KeyboardInterrupt
+                except KeyboardInterrupt:
+                    pass
+            assert pg_server.psql(name, "SELECT id FROM memories") == before
+            assert _vector_indexes(pg_server, name) == [("memories_content_hnsw", True),
+                                                        ("memories_state_hnsw", True)]
         with store.indexes_deferred():  # type: ignore[attr-defined]
             m.add("A whole load.", principal=ACME, kind="note")
         assert len(pg_server.psql(name, "SELECT id FROM memories")) == 2
@@ -187,14 +181,14 @@ def test_an_index_build_the_server_cannot_hold_falls_back_and_keeps_the_load(
     """A build asking for more shared memory than the server has (a container's small
     /dev/shm; here 1 TB) fails; the load is not lost: the indexes are built again with the
     server's own settings in one process."""
-    import situated.store.pg.bulk as pg_bulk
+    import situated.store.pg.graphs as pg_graphs
     from situated.store.pg.base import PgBase
 
     dsn = pg_server.fresh_dsn("buildmem")
     name = dsn.split("?")[0].rsplit("/", 1)[1]
     pg_server.psql("postgres", f'ALTER DATABASE "{name}" SET min_parallel_table_scan_size = 0')
-    monkeypatch.setattr(pg_bulk, "BUILD_MEMORY_MAX_KB", 1024**3)  # 1 TB: a parallel build's
-    monkeypatch.setattr(pg_bulk, "GRAPH_BYTES_PER_ROW", 2**40)     # shared segment
+    monkeypatch.setattr(pg_graphs, "BUILD_MEMORY_MAX_KB", 1024**3)  # 1 TB: a parallel build's
+    monkeypatch.setattr(pg_graphs, "GRAPH_BYTES_PER_ROW", 2**40)     # shared segment
     ran: list[str] = []
     run = PgBase._run
 

@@ -927,7 +927,7 @@ class Memory:
         """
         args.label(actor, "actor")
         report = run_maintenance(self.store, self.lifecycle, actor=actor)
-        report = replace(report, graphs=len(self.store.build_graphs()))
+        report = replace(report, graphs=len(self.store.build_graphs(SYSTEM)))
         if isinstance(self.reconstructor, LearnedReconstructor):
             cal = self.reconstructor.fit()
             report = replace(report, refit={"examples": cal.examples if cal else 0})

@@ -1199,7 +1199,7 @@ class Store:
         )
         return int(row[0]) if row else 0
 
-    def build_graphs(self, min_rows: int | None = None) -> list[str]:
+    def build_graphs(self, scope: System, min_rows: int | None = None) -> list[str]:
         """Nothing to build in the file: the resident index gives a large tenant its graphs
         in process when it loads the tenant (`store.ann`). PostgreSQL builds them in the
         database (`store.pg.graphs`)."""

@@ -31,15 +31,9 @@ from situated.store.pg.names import claim_scope
 from situated.store.pg.schema import POSTINGS_OF, VECTOR_INDEX_NAMES, VECTOR_INDEXES
 from situated.store.pg.upkeep import Upkeep
 from situated.store.pg.writes import MEMORY_COLUMNS, memory_values, no_nul
-from situated.store.scope import check_write
+from situated.store.scope import SYSTEM, System, check_write
 
 _LEDGER = "at, event, tenant, memory_id, recall_id, actor, reason, data"
-BUILD_MEMORY_MAX_KB = 2 * 1024 * 1024
-"""The most `maintenance_work_mem` an index build after a load asks for (2 GB)."""
-GRAPH_BYTES_PER_ROW = 800
-"""What an HNSW graph holds per row beside its vector while pgvector builds it (neighbour
-lists, element header), for sizing the build's memory: the build is fastest while the whole
-graph fits in `maintenance_work_mem`."""
 LOADED_TABLES = ("memories", "lexicon_postings", "lexicon_stats", "ledger")
 """What a bulk load fills (`settle`)."""
 
@@ -132,23 +126,21 @@ class Bulk(Upkeep):
 
     def _build_vector_indexes(self) -> None:
         """Both HNSW indexes over every row, with enough `maintenance_work_mem` for the
-        graphs (up to `BUILD_MEMORY_MAX_KB`, never less than the server's setting; kept for
+        graphs (`graphs.build_memory_kb`: never less than the server's setting; kept for
         the rest of the transaction). pgvector's parallel build reserves all of it as one
         shared memory segment: where the server cannot (a container's small /dev/shm), the
         build is redone with the server's own settings in one process."""
         conn = self._local.conn
         assert conn is not None
         row = self._one(
-            "SELECT COUNT(*), (SELECT setting::bigint FROM pg_settings "  # kB
-            "WHERE name = 'maintenance_work_mem') FROM memories "
+            f"SELECT COUNT(*), ({graphs.BUILD_MEMORY_NOW}) FROM memories "
             "WHERE content_vec IS NOT NULL OR state_vec IS NOT NULL"
         )
         rows, have_kb = (int(row[0]), int(row[1])) if row else (0, 0)
-        want_kb = min(rows * (4 * int(self.dim or 0) + GRAPH_BYTES_PER_ROW) // 1024,
-                      BUILD_MEMORY_MAX_KB)
+        want_kb = graphs.build_memory_kb(rows, int(self.dim or 0), have_kb)
         try:
             with translated(self.path), conn.transaction():  # a failed build keeps the rows
-                if want_kb > have_kb:
+                if want_kb is not None:
                     self._run(f"SET LOCAL maintenance_work_mem = '{want_kb}kB'")
                 self._run(VECTOR_INDEXES)
         except StoreFailure as exc:
@@ -172,17 +164,17 @@ class Bulk(Upkeep):
             conn.execute(f"ANALYZE {', '.join(LOADED_TABLES)}")
             for table in LOADED_TABLES:
                 conn.execute(f"VACUUM {table}")
-        self.build_graphs()
+        self.build_graphs(SYSTEM)
 
-    def build_graphs(self, min_rows: int | None = None) -> list[str]:
+    def build_graphs(self, scope: System, min_rows: int | None = None) -> list[str]:
         """Each tenant of at least `min_rows` rows (`graphs.MIN_ROWS`) its own HNSW graphs
         (`store.pg.graphs`), concurrently: writes go on meanwhile. Returns the tenants given
-        graphs."""
+        graphs: store-wide upkeep (`SYSTEM` only), never handed to a caller."""
         if self._local.conn is not None:
             raise RuntimeError("build_graphs() runs outside a transaction")
         if self.dim is None:
             return []
         with translated(self.path), self.pool.connection() as conn:
-            done = graphs.build(conn, min_rows)
+            done = graphs.build(conn, self.dim, min_rows)
         self._graphs.refresh(self)
         return done

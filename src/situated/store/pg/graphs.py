@@ -7,8 +7,8 @@ graph's own recall falls with its size. Measured at 1M memories here (10 tenants
 dimensions): recall@10 0.76 at 14.8 ms through the global index (0.94 at 24.7 ms with
 `ef_search` 1000), 0.99 at 3.1 ms through the tenant's partial index (built in 15 s).
 
-`build` makes them (`settle` calls it after a load; `situated maintain`-style upkeep may call
-it any time: `CREATE INDEX CONCURRENTLY`, writes go on) for every tenant with at least
+`build` makes them (`settle` after a load, `Memory.maintain` on a live store; `CREATE INDEX
+CONCURRENTLY`: writes go on) for every tenant with at least
 `store.ann.DEFAULT_ROWS` rows. A search names its tenant as a literal beside the scope's
 parameter (`predicate`), so the planner can match the partial index's predicate; the literal
 repeats the gate's own tenant, so it narrows nothing the scope allows and widens nothing.
@@ -31,8 +31,22 @@ MIN_ROWS = DEFAULT_ROWS
 REFRESH_S = 60.0
 """How long a process trusts what it read of which tenants have graphs (another process's
 `build` is seen within this)."""
-GRAPH_KB_PER_ROW = 2
-"""`maintenance_work_mem` per row of a tenant's build (vector and neighbour lists fit)."""
+BUILD_MEMORY_MAX_KB = 2 * 1024 * 1024
+"""The most `maintenance_work_mem` a graph build asks for (2 GB)."""
+GRAPH_BYTES_PER_ROW = 800
+"""What an HNSW graph holds per row beside its vector while pgvector builds it (neighbour
+lists, element header): the build is fastest while the whole graph fits in
+`maintenance_work_mem`."""
+BUILD_MEMORY_NOW = ("SELECT setting::bigint FROM pg_settings "  # kB
+                    "WHERE name = 'maintenance_work_mem'")
+
+
+def build_memory_kb(rows: int, dim: int, have_kb: int) -> int | None:
+    """The `maintenance_work_mem` (kB) to set for a graph over `rows` rows of `dim`
+    dimensions: enough for all of it, at most `BUILD_MEMORY_MAX_KB`; None when the setting
+    now (`have_kb`) is enough."""
+    want = min(rows * (4 * dim + GRAPH_BYTES_PER_ROW) // 1024, BUILD_MEMORY_MAX_KB)
+    return want if want > have_kb else None
 
 
 def index_name(field: str, tenant: str) -> str:
@@ -46,7 +60,7 @@ def predicate(tenant: str, alias: str = "m") -> str:
     return f" AND {alias}.tenant = " + sql.Literal(tenant).as_string(None)
 
 
-def build(conn: psycopg.Connection[Any], min_rows: int | None = None) -> list[str]:
+def build(conn: psycopg.Connection[Any], dim: int, min_rows: int | None = None) -> list[str]:
     """Both partial indexes of every tenant with at least `min_rows` rows (`MIN_ROWS`) that
     lacks a valid one, concurrently (an autocommit connection: no transaction may be open).
     An index a failed concurrent build left invalid is dropped and built again. Nothing on a
@@ -56,6 +70,8 @@ def build(conn: psycopg.Connection[Any], min_rows: int | None = None) -> list[st
     if (kind.fetchone() or ("r",))[0] != "r":
         return []
     done = []
+    have = conn.execute(BUILD_MEMORY_NOW).fetchone()
+    have_kb = int(have[0]) if have else 0
     for (tenant, rows) in conn.execute(
         "SELECT tenant, COUNT(*) FROM memories GROUP BY tenant HAVING COUNT(*) >= %s "
         "ORDER BY tenant", (MIN_ROWS if min_rows is None else min_rows,),
@@ -71,9 +87,10 @@ def build(conn: psycopg.Connection[Any], min_rows: int | None = None) -> list[st
                 continue
             if valid is not None:
                 conn.execute(sql.SQL("DROP INDEX CONCURRENTLY {}").format(sql.Identifier(name)))
-            memory_kb = min(max(int(rows) * GRAPH_KB_PER_ROW, 65536), 2 * 1024 * 1024)
-            conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(
-                sql.Literal(f"{memory_kb}kB")))
+            memory_kb = build_memory_kb(int(rows), dim, have_kb)
+            if memory_kb is not None:
+                conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(
+                    sql.Literal(f"{memory_kb}kB")))
             conn.execute(sql.SQL(
                 "CREATE INDEX CONCURRENTLY {} ON memories USING hnsw ({} vector_cosine_ops) "
                 "WHERE tenant = {}").format(sql.Identifier(name), sql.Identifier(column),

@@ -40,9 +40,8 @@ MAX_K = 4096
 ANN_FIRST = True
 """Dense searches go through the HNSW indexes (the planner may not sort: `enable_sort` off for
 the statement's transaction), exactly (index scans off) only for a field that got fewer than k
-rows. Without it the
-planner served a tenant of 10,000 eligible rows (100k memories, 10 tenants) by an exact scan
-through the tenant's index: 60 ms per field here."""
+rows. Without it the planner served a tenant of 10,000 eligible rows (100k memories, 10
+tenants) by an exact scan through the tenant's index: 60 ms per field here."""
 GATE_CHUNK = 8
 """Ranked lexical rows passed through the gates at first, per result wanted (then 8 times
 more each time)."""
