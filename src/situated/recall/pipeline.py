@@ -20,6 +20,7 @@ import numpy as np
 from situated.embed.base import Embedder, Vector
 from situated.errors import ModelError
 from situated.models import Principal, State, utcnow
+from situated.reader import Reading, read
 from situated.recall.analysis import Analysis, decode
 from situated.recall.briefing import (
     Briefing,
@@ -97,6 +98,8 @@ class Recall:
     counter: Any = None
     """The token counter compile used (its name goes into the record)."""
     briefing: Briefing | None = None
+    present_reading: Reading | None = None
+    """The reader's reading of the present state (stage 4 reads it once)."""
 
     @cached_property
     def state_hash(self) -> str:
@@ -156,6 +159,7 @@ def judge_stage(r: Recall) -> None:
     assert r.svec is not None
     state_sims = _dots(state_vecs, r.svec)
     model_ref = r.embedder.model_ref  # the same for every candidate: read once
+    present_reading = r.present_reading = read(req.state.text)  # the present, read once
     floor = r.embedder.relevance_floor
     for c in r.kept:
         rec = c.record
@@ -165,7 +169,7 @@ def judge_stage(r: Recall) -> None:
             record=rec, present=state, intent=intent, state_similarity=state_sim,
             content_similarity=c.content_similarity, relevance=c.relevance,
             policy=policy, embedder=model_ref, present_fingerprint=state_hash,
-            analysis=analysis, relevance_floor=floor,
+            analysis=analysis, relevance_floor=floor, present_reading=present_reading,
         )
         # 4 reconstruct: deterministic pre-checks first, then the reconstructor
         recon = precheck(item, r.as_of)

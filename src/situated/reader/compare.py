@@ -1,0 +1,287 @@
+"""Then vs now, over readings: which facts a lesson depends on, and how each compares now.
+
+`judge` takes three readings: the lesson's own text (its conditional clauses are requirements,
+its statements presuppositions), the source state it was learned in (then) and the present
+(now). A fact the lesson depends on is one its clauses state, or one of the source state whose
+subject the lesson talks about; the others are context. Each dependency is matched to the
+present by its subject (one lemma, or a WordNet synonym) and attribute, and compared:
+
+- states: the same word or a synonym (`lexicon.alike`) is the same state; an antonym or the
+  same word negated is the opposite state; any other word is a difference of unknown weight;
+- places, codes and holders: one value at a time, so another value now is another situation;
+- quantities: by the threshold the lesson states (a number between then and now, or the
+  clause's own bound: "over 90% full"); with no threshold, by magnitude: within 1.5x is the
+  same situation, 3x apart or more is another one, in between a difference;
+- two quantities of one unit whose order reversed (price under budget then, over it now).
+
+`judge` never decides a verdict; it returns the checks, and the reconstructor decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from situated.reader import lexicon as lx
+from situated.reader.types import EXCLUSIVE, HAS, STATE, WHERE, Fact, Reading
+
+SAME, OPPOSED, OTHER, MISSING = "same", "opposed", "other", "missing"
+NEAR_RATIO = 1.5
+"""Two values of a quantity within this ratio are the same situation when no threshold is
+stated (96% and 97% full)."""
+FAR_RATIO = 3.0
+"""Two values this far apart or more are different situations when no threshold is stated."""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One fact compared then vs now."""
+
+    label: str
+    """What was checked: "washer state", "disk full"."""
+    then: str
+    """Its value then (or the lesson's requirement)."""
+    now: str | None
+    """Its value now; None when the present does not state it."""
+    relation: str
+    """`SAME`, `OPPOSED` (a different situation), `OTHER` (differs, weight unknown), `MISSING`."""
+    role: str
+    """`condition` (the lesson's own clause), `lesson` (what the lesson presupposes),
+    `depends` (a source fact the lesson talks about) or `context` (any other source fact)."""
+
+    def line(self) -> str:
+        if self.now is None:
+            return f"{self.label}: {self.then} (not stated now)"
+        if self.relation == SAME:
+            return f"{self.label}: {self.now}"
+        return f"{self.label}: {self.then} then, {self.now} now"
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """Every check of one lesson against the present."""
+
+    checks: tuple[Check, ...]
+
+    def of(self, *roles: str, relation: str | None = None) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks
+                     if c.role in roles and (relation is None or c.relation == relation))
+
+
+# -- matching facts ------------------------------------------------------------------------
+
+
+def _same_subject(a: Fact, b: Fact) -> bool:
+    if lx.same_thing(a.subject, b.subject):
+        return True
+    # "membership card" / "membership", "the dishwasher" / "dishwasher status"
+    return a.subject in b.qualifiers or b.subject in a.qualifiers
+
+
+def _same_key(a: Fact, b: Fact) -> bool:
+    if (a.number is None) != (b.number is None):
+        return False
+    if a.number is not None:
+        return a.dimension == b.dimension and _same_subject(a, b)
+    if a.attribute != b.attribute and not ({a.attribute, b.attribute} <= {STATE, HAS}):
+        return False
+    return _same_subject(a, b)
+
+
+def _best(f: Fact, candidates: Iterable[Fact]) -> Fact | None:
+    """The present fact with `f`'s key, preferring one whose qualifiers overlap (the primary
+    database, not the replica)."""
+    found = [c for c in candidates if _same_key(f, c)]
+    if not found:
+        return None
+    found.sort(key=lambda c: (-len(set(c.qualifiers) & set(f.qualifiers)),
+                              c.attribute != f.attribute, c.weak))
+    return found[0]
+
+
+# -- comparing values ----------------------------------------------------------------------
+
+
+def relate(a: Fact, b: Fact) -> str:
+    """How two facts with the same key compare: `SAME`, `OPPOSED` or `OTHER`."""
+    if a.number is not None and b.number is not None:
+        return _quantity(a, b, ())
+    if HAS in (a.attribute, b.attribute):
+        if a.attribute == b.attribute or a.negated or b.negated:
+            return SAME if a.negated == b.negated else OPPOSED
+        return OTHER
+    if a.attribute in EXCLUSIVE or a.attribute.endswith(" by"):
+        same = bool(a.words) and bool(b.words) and lx.same_thing(a.words[0], b.words[0])
+        if a.negated != b.negated:
+            return OPPOSED if same else OTHER
+        return SAME if same else OPPOSED
+    if a.attribute != STATE:
+        same = bool(a.words) and bool(b.words) and lx.same_thing(a.words[0], b.words[0])
+        if a.negated != b.negated:
+            return OPPOSED if same else OTHER
+        return SAME if same else OTHER
+    shared = any(lx.alike(x, y) for x in a.words for y in b.words)
+    opposed = any(lx.opposite(x, y) for x in a.words for y in b.words)
+    if a.negated == b.negated:
+        if opposed and not shared:
+            return OPPOSED
+        return SAME if shared and not opposed else OTHER
+    if shared and not opposed:
+        return OPPOSED  # "running" / "not running"
+    return SAME if opposed and not shared else OTHER  # "not broken" / "working"
+
+
+def _ratio(a: float, b: float) -> float:
+    if a * b < 0:
+        return float("inf")
+    lo, hi = sorted((abs(a), abs(b)))
+    return hi / lo if lo > 0 else (float("inf") if hi > 0 else 1.0)
+
+
+def _quantity(then: Fact, now: Fact, thresholds: Sequence[float]) -> str:
+    """Two values of one quantity: by a threshold between them, else by magnitude."""
+    a, b = then.number, now.number
+    assert a is not None and b is not None
+    if then.op != "==":
+        return SAME if _holds(b, then.op, a) else OPPOSED
+    if thresholds:
+        lo, hi = sorted((a, b))
+        return OPPOSED if any(lo < t <= hi for t in thresholds) else SAME
+    r = _ratio(a, b)
+    if r <= NEAR_RATIO:
+        return SAME
+    return OPPOSED if r >= FAR_RATIO else OTHER
+
+
+def _holds(value: float, op: str, bound: float) -> bool:
+    return {">": value > bound, ">=": value >= bound, "<": value < bound,
+            "<=": value <= bound}.get(op, value == bound)
+
+
+# -- the judgement -------------------------------------------------------------------------
+
+
+def _mentions(lesson: Reading, f: Fact) -> bool:
+    """Does the lesson depend on `f`? It talks about the fact's subject; for a place, a code
+    or a holder, about the value itself (a lesson about the kit does not depend on which room
+    the kit is in, one about error E24 does depend on the code)."""
+    words = set(lesson.lemmas)
+    if f.attribute in EXCLUSIVE or f.attribute.endswith(" by"):
+        return any(w.lower() in words for w in f.words[:1])
+    if f.subject in words or any(q in words for q in f.qualifiers):
+        return True
+    return f.attribute not in (STATE, HAS) and f.attribute in words
+
+
+def checkable(f: Fact) -> bool:
+    """Whether a requirement can be looked for in a present state: a state, presence, place,
+    code or quantity of a named thing (not a verb's relation such as "price fits budget")."""
+    if f.subject in lx.PRONOUNS or not f.subject[:1].isalnum():
+        return False
+    if f.number is not None:
+        return True
+    if f.attribute in (HAS, WHERE, "code"):
+        return True
+    return f.attribute == STATE and bool(f.words) and f.subject not in f.words
+
+
+def _thresholds(lesson: Reading, f: Fact) -> tuple[float, ...]:
+    return tuple(c.number for c in (*lesson.conditions, *lesson.facts)
+                 if c.number is not None and c.dimension == f.dimension)
+
+
+def judge(lesson: Reading, then: Reading | None, now: Reading) -> Judgement:
+    """Check a lesson (its own reading and the reading of the state it was learned in)
+    against the present's reading."""
+    checks: list[Check] = []
+    present = now.facts
+    for cond in lesson.conditions:
+        if checkable(cond):
+            checks.append(_check_requirement(cond, present, "condition"))
+    for stated in lesson.facts:
+        if stated.weak or not checkable(stated) or stated.attribute == HAS:
+            continue
+        found = _best(stated, present)
+        if found is not None:
+            checks.append(_compare(stated, found, (), "lesson"))
+    if then is not None:
+        checks.extend(_compare_states(lesson, then, now))
+    return Judgement(tuple(checks))
+
+
+def _check_requirement(cond: Fact, present: Sequence[Fact], role: str) -> Check:
+    found = _best(cond, present)
+    if found is None:
+        return Check(cond.label(), cond.value_text(), None, MISSING, role)
+    if cond.number is not None and found.number is not None and cond.op != "==":
+        ok = _holds(found.number, cond.op, cond.number)
+        return Check(cond.label(), cond.value_text(), found.value_text(),
+                     SAME if ok else OPPOSED, role)
+    return Check(cond.label(), cond.value_text(), found.value_text(), relate(cond, found), role)
+
+
+def _compare(then: Fact, now: Fact, thresholds: Sequence[float], role: str) -> Check:
+    if then.number is not None and now.number is not None:
+        rel = _quantity(then, now, thresholds)
+    else:
+        rel = relate(then, now)
+    return Check(then.label(), then.value_text(), now.value_text(), rel, role)
+
+
+def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
+    checks: list[Check] = []
+    present = list(now.facts)
+    pairs: list[tuple[Fact, Fact]] = []
+    unmatched: list[Fact] = []
+    taken: set[int] = set()
+    for f in then.facts:
+        if f.weak:
+            continue
+        found = _best(f, (p for i, p in enumerate(present) if i not in taken))
+        if found is None:
+            unmatched.append(f)
+            continue
+        taken.add(next(i for i, p in enumerate(present) if p is found))
+        pairs.append((f, found))
+    # quantities described differently ("the budget is 40 dollars" / "a 40 dollar limit"):
+    # paired in order when both texts state as many of one unit
+    left = [i for i, p in enumerate(present) if i not in taken and p.number is not None]
+    for dim in {f.dimension for f in unmatched if f.number is not None}:
+        mine = [f for f in unmatched if f.number is not None and f.dimension == dim]
+        theirs = [present[i] for i in left if present[i].dimension == dim]
+        if mine and len(mine) == len(theirs):
+            pairs.extend(zip(mine, theirs, strict=True))
+            unmatched = [f for f in unmatched if f not in mine]
+    for f, found in pairs:
+        role = "depends" if _mentions(lesson, f) else "context"
+        checks.append(_compare(f, found, _thresholds(lesson, f), role))
+    checks.extend(_order_flips(pairs, lesson))
+    for f in unmatched:
+        if _mentions(lesson, f):
+            checks.append(Check(f.label(), f.value_text(), None, MISSING, "depends"))
+    return checks
+
+
+def _order_flips(pairs: Sequence[tuple[Fact, Fact]], lesson: Reading) -> list[Check]:
+    """Two quantities of one unit whose order reversed between then and now."""
+    out = []
+    quantities = [(a, b) for a, b in pairs if a.number is not None and b.number is not None]
+    for i, (a1, b1) in enumerate(quantities):
+        for a2, b2 in quantities[i + 1:]:
+            if a1.dimension != a2.dimension or a1.op != "==" or a2.op != "==":
+                continue
+            before = _sign(a1.number - a2.number)  # type: ignore[operator]
+            after = _sign(b1.number - b2.number)  # type: ignore[operator]
+            if before and after and before != after:
+                rel = "<" if before < 0 else ">"
+                out.append(Check(f"{a1.label()} {rel} {a2.label()}", "then", "not now", OPPOSED,
+                                 "depends"))
+    return out
+
+
+def _sign(x: float) -> int:
+    return (x > 0) - (x < 0)
+
+
+__all__ = ["MISSING", "OPPOSED", "OTHER", "SAME", "Check", "Judgement", "checkable", "judge",
+           "relate"]
