@@ -5,8 +5,9 @@ two general resources of English: LemmInflect (lemmas and parts of speech, a dep
 WordNet 3.0 (Princeton University; licence below), from which this script derives, for the
 most frequent senses of each word:
 
-- adjectives: the cluster each sense belongs to (a head adjective and its satellites, "wet":
-  soggy, waterlogged, damp, ...) and which clusters are antonyms of which ("wet" / "dry");
+- adjectives: their synsets (soggy and waterlogged share one), the cluster each sense belongs
+  to (a head adjective and its satellites, "wet": soggy, damp, ...) and which clusters are
+  antonyms of which ("wet" / "dry");
 - verbs and adverbs: their synsets and their direct antonyms ("open" / "close");
 - nouns: their synsets, so that "washer" and "washing machine" are one thing.
 
@@ -119,6 +120,7 @@ def build(wordnet: Path) -> dict[str, object]:
     return {
         "version": 1,
         "adjective_clusters": adjectives,
+        "adjective_synsets": {clean(w): offs for w, offs in adj_index.items()},
         "adjective_antonyms": {str(k): sorted(v) for k, v in antonyms.items()},
         "verbs": {clean(w): o for w, o in verb_index.items()},
         "verb_antonyms": lexical_antonyms(verb_index, verb),

@@ -11,7 +11,8 @@ present by its subject (one lemma, or a WordNet synonym) and attribute, and comp
 - places, codes and holders: one value at a time, so another value now is another situation;
 - quantities: by the threshold the lesson states (a number between then and now, or the
   clause's own bound: "over 90% full"); with no threshold, by magnitude: within 1.5x is the
-  same situation, 3x apart or more is another one, in between a difference;
+  same situation, 10x apart or more is another one, in between a difference of unknown
+  weight;
 - two quantities of one unit whose order reversed (price under budget then, over it now).
 
 `judge` never decides a verdict; it returns the checks, and the reconstructor decides.
@@ -29,8 +30,9 @@ SAME, OPPOSED, OTHER, MISSING = "same", "opposed", "other", "missing"
 NEAR_RATIO = 1.5
 """Two values of a quantity within this ratio are the same situation when no threshold is
 stated (96% and 97% full)."""
-FAR_RATIO = 3.0
-"""Two values this far apart or more are different situations when no threshold is stated."""
+FAR_RATIO = 10.0
+"""Two values an order of magnitude apart or more are different situations when no threshold
+is stated; between `NEAR_RATIO` and this, a difference of unknown weight."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +122,14 @@ def relate(a: Fact, b: Fact) -> str:
         if a.negated != b.negated:
             return OPPOSED if same else OTHER
         return SAME if same else OTHER
-    shared = any(lx.alike(x, y) for x in a.words for y in b.words)
-    opposed = any(lx.opposite(x, y) for x in a.words for y in b.words)
+    pairs = [(x, y) for x in a.words for y in b.words if lx.alike(x, y)]
+    shared = bool(pairs)
+    # what is left once the words both say are set aside ("in stock" / "out of stock")
+    rest_a = [x for x in a.words if not any(x == p for p, _ in pairs)] or list(a.words)
+    rest_b = [y for y in b.words if not any(y == q for _, q in pairs)] or list(b.words)
+    opposed = any(lx.opposite(x, y) for x in rest_a for y in rest_b)
+    if shared and opposed and a.negated == b.negated:
+        return OPPOSED
     if a.negated == b.negated:
         if opposed and not shared:
             return OPPOSED
@@ -199,25 +207,69 @@ def judge(lesson: Reading, then: Reading | None, now: Reading) -> Judgement:
         if checkable(cond):
             checks.append(_check_requirement(cond, present, "condition"))
     for stated in lesson.facts:
-        if stated.weak or not checkable(stated) or stated.attribute == HAS:
-            continue
+        if stated.weak or not checkable(stated) or stated.attribute in (HAS, WHERE):
+            continue  # "put the mug in the microwave" is an instruction, not a situation
         found = _best(stated, present)
         if found is not None:
             checks.append(_compare(stated, found, (), "lesson"))
     if then is not None:
-        checks.extend(_compare_states(lesson, then, now))
+        found = _compare_states(lesson, then, now)
+        checks.extend(found or _substitution(lesson, then, now))
     return Judgement(tuple(checks))
+
+
+SUBSTITUTION_OVERLAP = 0.6
+"""Share of content words two situations must have in common for the words that differ to be
+read as one value put in place of another ("deploying to production" / "... to staging")."""
+
+
+def _substitution(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
+    """Two situations the reader found no facts to compare in, that say the same thing but
+    for a word or two: a lesson that names the word that changed depends on it."""
+    a, b = set(then.lemmas), set(now.lemmas)
+    if not a or not b:
+        return []
+    gone, new = a - b, b - a
+    if not gone or not new or len(a & b) < SUBSTITUTION_OVERLAP * max(len(a), len(b)):
+        return []
+    if any(lx.alike(x, y) or lx.same_thing(x, y) for x in gone for y in new):
+        return []  # a synonym, not another value
+    named = sorted(w for w in gone if w in set(lesson.lemmas))
+    then_word, now_word = max(sorted(gone), key=len), max(sorted(new), key=len)
+    # one word for another in an otherwise identical situation (a minimal pair) is what
+    # tells the two situations apart, whether or not the lesson names it
+    minimal = len({lx.lemma(w) for w in gone}) == 1 and len({lx.lemma(w) for w in new}) == 1
+    if not named and not minimal:
+        return [Check("wording", ", ".join(sorted(gone)), ", ".join(sorted(new)), OTHER,
+                      "context")]
+    return [Check("situation", then_word, now_word, OPPOSED, "depends")]
 
 
 def _check_requirement(cond: Fact, present: Sequence[Fact], role: str) -> Check:
     found = _best(cond, present)
     if found is None:
-        return Check(cond.label(), cond.value_text(), None, MISSING, role)
+        return _about_subject(cond, present, role)
     if cond.number is not None and found.number is not None and cond.op != "==":
         ok = _holds(found.number, cond.op, cond.number)
         return Check(cond.label(), cond.value_text(), found.value_text(),
                      SAME if ok else OPPOSED, role)
     return Check(cond.label(), cond.value_text(), found.value_text(), relate(cond, found), role)
+
+
+def _about_subject(cond: Fact, present: Sequence[Fact], role: str) -> Check:
+    """A requirement with no fact of its key now: the present may still state its subject in
+    another form ("the replica lags" against "the replica lags 280 seconds": the verb with an
+    amount asserts it, a zero amount denies it); otherwise the requirement is missing."""
+    related = [p for p in present if _same_subject(cond, p)]
+    if not related:
+        return Check(cond.label(), cond.value_text(), None, MISSING, role)
+    if cond.attribute == STATE and cond.number is None:
+        for p in related:
+            if p.number is not None and any(lx.alike(w, p.attribute) for w in cond.words):
+                asserted = (p.number != 0) != cond.negated
+                return Check(cond.label(), cond.value_text(), p.value_text(),
+                             SAME if asserted else OPPOSED, role)
+    return Check(cond.label(), cond.value_text(), related[0].value_text(), OTHER, role)
 
 
 def _compare(then: Fact, now: Fact, thresholds: Sequence[float], role: str) -> Check:
@@ -252,9 +304,29 @@ def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]
         if mine and len(mine) == len(theirs):
             pairs.extend(zip(mine, theirs, strict=True))
             unmatched = [f for f in unmatched if f not in mine]
+    # where a situation states two or more quantities of one unit (a price and a budget),
+    # what matters is how they compare, not their size: sizes are context there
+    counts: dict[str, int] = {}
+    for f, _ in pairs:
+        if f.number is not None:
+            counts[f.dimension] = counts.get(f.dimension, 0) + 1
     for f, found in pairs:
-        role = "depends" if _mentions(lesson, f) else "context"
-        checks.append(_compare(f, found, _thresholds(lesson, f), role))
+        bounds = _thresholds(lesson, f)
+        check = _compare(f, found, bounds, "context")
+        if f.number is not None:
+            # a quantity matters when the lesson talks about it (unless it is one of several
+            # of one unit, which are compared by their order), or when a number the lesson
+            # states lies between then and now
+            mattering = bool(bounds) or (
+                _mentions(lesson, f) and counts.get(f.dimension, 0) <= 1)
+        else:
+            # a state that turned into its opposite ("works" / "will not start") is another
+            # situation whether or not the lesson names the thing; a different place, code or
+            # holder matters when the lesson names the value
+            mattering = _mentions(lesson, f) or (
+                check.relation == OPPOSED and f.attribute in (STATE, HAS))
+        checks.append(Check(check.label, check.then, check.now, check.relation,
+                            "depends" if mattering else "context"))
     checks.extend(_order_flips(pairs, lesson))
     for f in unmatched:
         if _mentions(lesson, f):

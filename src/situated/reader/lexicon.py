@@ -196,6 +196,7 @@ class _Lexicon:
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.adjective_clusters: dict[str, list[int]] = data["adjective_clusters"]
+        self.adjective_synsets: dict[str, list[int]] = data["adjective_synsets"]
         self.adjective_antonyms: dict[str, list[int]] = data["adjective_antonyms"]
         self.verbs: dict[str, list[int]] = data["verbs"]
         self.nouns: dict[str, list[int]] = data["nouns"]
@@ -216,6 +217,7 @@ def _lexicon() -> _Lexicon:
     return _Lexicon(msgspec.msgpack.decode(_DATA_FILE.read_bytes()))
 
 
+@lru_cache(maxsize=65536)
 def forms(word: str) -> tuple[str, ...]:
     """The word and its lemmas (as adjective, verb, noun): the forms relations are looked up
     under (`stopped`: stopped, stop)."""
@@ -250,14 +252,15 @@ def opposite(a: str, b: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def alike(a: str, b: str) -> bool:
-    """Whether two state words name the same state: one lemma, or a shared adjective cluster
-    or verb synset among their frequent senses (soggy / waterlogged)."""
+    """Whether two state words name the same state: one lemma, or a shared adjective or verb
+    synset among their frequent senses (soggy / waterlogged; not red / blue, which only share
+    the cluster "chromatic")."""
     fa, fb = forms(a), forms(b)
     if set(fa) & set(fb):
         return True
     lex = _lexicon()
-    ca = {c for x in fa for c in lex.adjective_clusters.get(x, ())}
-    if ca & {c for y in fb for c in lex.adjective_clusters.get(y, ())}:
+    sa = {c for x in fa for c in lex.adjective_synsets.get(x, ())}
+    if sa & {c for y in fb for c in lex.adjective_synsets.get(y, ())}:
         return not opposite(a, b)
     va = {s for x in fa for s in lex.verbs.get(x, ())[:2]}
     return bool(va & {s for y in fb for s in lex.verbs.get(y, ())[:2]})

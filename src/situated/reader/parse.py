@@ -87,7 +87,7 @@ def _is_verb(toks: Sequence[Token], j: int, in_pp: bool) -> bool:
         return False  # two verbs in a row: this one is the subject's head ("plate sits")
     # a base form that can be a noun after a noun is a compound ("name brand"), unless the
     # noun before it is plural ("the logs take")
-    if _nounish(t.low) and not _inflected(t.low) and not (
+    if _nounish(t.low) and not _inflected(t.low) and prev.low not in lx.PRONOUNS and not (
         prev.kind == "word" and prev.low.endswith("s") and _nounish(prev.low)
     ):
         return False
@@ -112,18 +112,24 @@ def _verb_first(toks: Sequence[Token]) -> bool:
     t = toks[0]
     if t.kind != "word" or not _content(t) or not lx.can_be(t.low, "VERB"):
         return False
-    if lx.can_be(t.low, "ADJ") and not t.low.endswith("ing"):
-        return False
     if len(toks) == 1:
-        return not _nounish(t.low) or _inflected(t.low)
-    if any(x.low in lx.COPULAS for x in toks[1:]) or _is_verb(toks, 1, False):
-        return False  # "Host web-03 disk is ...", "logs take 70 percent"
+        return (not _nounish(t.low) and not lx.can_be(t.low, "ADJ")) or _inflected(t.low)
+    if any(x.low in lx.COPULAS for x in toks[1:]):
+        return False  # "Host web-03 disk is ..."
     nxt = toks[1]
-    if not _nounish(t.low) or _inflected(t.low):
-        return True
-    return nxt.low in lx.DETERMINERS or nxt.low in lx.PRONOUNS or nxt.kind in (
-        "number", "code") or nxt.low in _PARTICLES or (
-        nxt.text[:1].isupper() and len(nxt.text) == 1)
+    if not _inflected(t.low) and nxt.kind == "word" and nxt.low.endswith("s") and _nounish(
+        nxt.low
+    ) and not lx.can_be(t.low, "ADJ"):
+        return True  # "keep reads on the primary": a singular noun takes no base-form verb
+    if _is_verb(toks, 1, False):
+        return False  # "logs take 70 percent"
+    if nxt.low in lx.DETERMINERS or nxt.low in lx.PRONOUNS or nxt.kind == "code" or (
+        nxt.low in _PARTICLES) or (nxt.text[:1].isupper() and len(nxt.text) == 1):
+        return True  # "wash the kit", "patch A", "turn it off": an adjective is not followed
+        # by a determiner
+    if lx.can_be(t.low, "ADJ") and not t.low.endswith("ing"):
+        return False  # "muddy kit waiting"
+    return not _nounish(t.low) or _inflected(t.low)
 
 
 def _find_verb(toks: Sequence[Token], verb_first: bool) -> int | None:
@@ -231,6 +237,18 @@ def _unit_after(toks: Sequence[Token], k: int) -> tuple[str, float, int]:
         ):
             return f"count:{_noun_lemma(t.low)}", 1.0, 1
     return "number", 1.0, 0
+
+
+def _bare_amount(toks: Sequence[Token]) -> tuple[str, float, str] | None:
+    """A plural unit with no number before a measure word ("hours old", "days late",
+    "minutes ago"): (measure, one unit in base units, dimension), an at-least bound."""
+    words = [t.low for t in toks if t.low not in lx.ADVERBS]
+    if len(words) < 2 or not words[0].endswith("s"):
+        return None
+    found = lx.unit(words[0])
+    if found is None or words[1] not in ("old", "ago", "late", "long", "away", "left"):
+        return None
+    return ("ago" if words[1] in ("old", "ago") else words[1]), found[1], found[0]
 
 
 def _comparator(toks: Sequence[Token], k: int) -> str:
@@ -455,6 +473,11 @@ def _clause_facts(
             words = [rest[0].low, _noun_lemma(rest[1].low)]
             facts.append(Fact(head, STATE, tuple(words), negated=negated, qualifiers=quals,
                               start=subject.start, end=rest[1].end))
+            return facts, subject, None
+        age = _bare_amount(rest)
+        if age is not None:  # "the deploy is hours old": at least an hour
+            facts.append(Fact(head, age[0], (), age[1], age[2], ">=", negated, quals,
+                              subject.start, rest[-1].end))
             return facts, subject, None
         words, neg2, end = _state_words(rest, 0)
         if words:

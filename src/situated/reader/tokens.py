@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from situated.reader import lexicon as lx
 
@@ -24,9 +25,8 @@ _TOKEN = re.compile(
 _CODE_SHAPE = re.compile(r"\d")
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
-    """One token: its text, lower-cased form, kind and span."""
+class Token(NamedTuple):
+    """One token: its text, lower-cased form, kind and span (a tuple: a text makes many)."""
 
     text: str
     low: str

@@ -388,7 +388,7 @@ class RulesReconstructor(Reconstructor):
 
 
 def _lines(checks: Sequence[Check]) -> tuple[str, ...]:
-    return tuple(c.line() for c in checks)
+    return tuple(dict.fromkeys(c.line() for c in checks))
 
 
 register_reconstructor("rules", RulesReconstructor)
