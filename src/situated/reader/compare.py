@@ -213,8 +213,8 @@ def judge(lesson: Reading, then: Reading | None, now: Reading) -> Judgement:
         if found is not None:
             checks.append(_compare(stated, found, (), "lesson"))
     if then is not None:
-        found = _compare_states(lesson, then, now)
-        checks.extend(found or _substitution(lesson, then, now))
+        compared = _compare_states(lesson, then, now)
+        checks.extend(compared or _substitution(lesson, then, now))
     return Judgement(tuple(checks))
 
 
