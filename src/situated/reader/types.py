@@ -24,6 +24,27 @@ EXCLUSIVE = frozenset({WHERE, CODE})
 """Attributes a thing has one value of at a time: another value now is a different situation."""
 
 
+_TIME_UNITS = ((31557600.0, "y"), (86400.0, "d"), (3600.0, "h"), (60.0, "min"), (1.0, "s"),
+               (0.001, "ms"))
+_DATA_UNITS = ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B"))
+
+
+def show_amount(number: float, dimension: str) -> str:
+    """An amount as a person writes it: 720 s of time is "12 min", 45 money:usd "45 USD"."""
+    if dimension == "%":
+        return f"{number:g}%"
+    for dim, units in (("time", _TIME_UNITS), ("data", _DATA_UNITS)):
+        if dimension == dim:
+            for size, name in units:
+                if abs(number) >= size or size == units[-1][0]:
+                    return f"{number / size:.4g} {name}"
+    if dimension.startswith("money:"):
+        return f"{number:g} {dimension[6:].upper()}"
+    if dimension.startswith(("count:", "temperature:")):
+        return f"{number:g} {dimension.split(':', 1)[1]}"
+    return f"{number:g}"
+
+
 class Fact(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
     """One thing a text states (or, in a lesson's conditional clause, requires)."""
 
@@ -64,7 +85,7 @@ class Fact(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
     def value_text(self) -> str:
         """The value as written in a verdict: "running", "not running", "97 %", "> 90 %"."""
         if self.number is not None:
-            shown = f"{self.number:g}" + (f" {self.dimension}" if self.dimension else "")
+            shown = show_amount(self.number, self.dimension)
             core = shown if self.op == "==" else f"{self.op} {shown}"
         else:
             core = " ".join(self.words) or "present"

@@ -108,6 +108,8 @@ class GuidanceItem:
     source_state: str
     adaptations: tuple[str, ...] = ()
     tokens: int = 0
+    checked: tuple[str, ...] = ()
+    """The facts checked against the present and found to hold ("replica lag: 280 s")."""
 
 
 @quick_init
@@ -239,6 +241,8 @@ class Briefing:
             if item.adaptations:
                 adapted = "; ".join(" ".join(a.split()) for a in item.adaptations)
                 lines.append(f">   adapted: {adapted}")
+            if item.checked:
+                lines.append(f">   checked: {'; '.join(' '.join(c.split()) for c in item.checked)}")
         if withheld:
             lines.append(f"({withheld} item(s) withheld: their text read as instruction.)")
         return "\n".join(lines)
@@ -322,6 +326,7 @@ def _item_dict(i: GuidanceItem) -> dict[str, Any]:
         "confidence": i.confidence, "scores": scores_dict(i.scores), "kind": i.kind,
         "authority": i.authority, "source_state": i.source_state,
         "adaptations": _seq(i.adaptations, list(i.adaptations)), "tokens": i.tokens,
+        "checked": list(i.checked),
     }
 
 

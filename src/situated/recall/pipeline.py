@@ -262,7 +262,7 @@ def compile_stage(r: Recall) -> None:
                 confidence=recon.confidence, scores=s, kind=rec.kind.value,
                 authority=rec.authority.label,
                 source_state=rec.source.state.describe() if rec.source.state else "unknown",
-                adaptations=recon.adaptations, tokens=tokens,
+                adaptations=recon.adaptations, tokens=tokens, checked=recon.matched,
             )
         )
         trace.append(StageTrace(rec.id, "compile", "SERVED", {"tokens": tokens}))

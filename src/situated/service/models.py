@@ -328,6 +328,7 @@ class ItemDoc(_Doc):
     source_state: str
     adaptations: list[str]
     tokens: int
+    checked: list[str] = []
 
 
 class RejectedDoc(_Doc):
