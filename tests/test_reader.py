@@ -150,3 +150,45 @@ def test_reading_is_fast() -> None:
         read(t)
     per_text = (time.perf_counter() - started) / len(texts)
     assert per_text < 0.01, per_text  # a bound on the shape, not a benchmark: ~0.2 ms here
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Patch B, then patch A.", "Patch A, then patch B."),
+    ("Restart the worker after the deploy.", "Do not restart the worker after the deploy."),
+    ("Route reads to the replica during the backup.", "Route reads to the primary during the "
+     "backup."),
+    ("The pump is running; open the valve.", "The pump is stopped; open the valve."),
+])
+def test_identity_keeps_apart_what_reads_differently(a: str, b: str) -> None:
+    from situated.reader.identity import differs
+
+    assert differs(a, b) is not None
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Water the basil slowly until water drains from the pot.",
+     "Water the basil slowly until the water drains from the pot."),
+    ("The flashlight lives on the hallway closet shelf.",
+     "The flashlight is kept on the hallway closet shelf."),
+])
+def test_identity_lets_restatements_merge(a: str, b: str) -> None:
+    from situated.reader.identity import differs
+
+    assert differs(a, b) is None
+
+
+def test_a_write_never_merges_reordered_or_negated_instructions(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from situated import Memory, Principal, State
+
+    mem = Memory(Path(str(tmp_path)) / "id.db")
+    me = Principal(tenant="t", roles=set(), clearance="internal")
+    state = State("The release needs both patches.")
+    first = mem.add("Apply patch B, then apply patch A.", principal=me, state=state)
+    second = mem.add("Apply patch A, then apply patch B.", principal=me, state=state)
+    third = mem.add("Do not apply patch B, then apply patch A.", principal=me, state=state)
+    assert len({first.id, second.id, third.id}) == 3
+    again = mem.add("Apply patch B, then apply patch A.", principal=me, state=state)
+    assert again.id == first.id  # the same text is still one memory
+    mem.close()
