@@ -35,6 +35,11 @@ order a procedure's steps ("water until it drains"): they are not conditions."""
 _SUBJECTLESS = frozenset({"you", "we", "i"})
 _PLENTY = frozenset("plenty lots lot enough some".split())
 _HAVE = frozenset({"has", "have", "had"})
+REPORTING = frozenset(
+    "say tell report claim mention note complain explain state write add confirm insist "
+    "think believe".split()
+)
+"""Verbs whose object is a clause of its own ("the customer says they were charged twice")."""
 _POSTPOSED = frozenset("left remaining available ago done free".split())
 """Words after a noun that say how much of it there is or whether it is there ("no room
 left"): not verbs there."""
@@ -77,10 +82,16 @@ def _is_verb(toks: Sequence[Token], j: int, in_pp: bool) -> bool:
     if prev.low in lx.DETERMINERS or prev.low in lx.PREPOSITIONS or prev.kind in ("number",
                                                                                   "sym"):
         return False
+    if all(x.low in lx.DETERMINERS or x.low in _NOT_STATES or (
+            lx.can_be(x.low, "ADJ") and not _nounish(x.low)) for x in toks[:j]):
+        return False  # "the last deploy was": a noun phrase still waiting for its head
     last = j + 1 >= len(toks)
     nxt = None if last else toks[j + 1]
     if t.low in _POSTPOSED and (nxt is None or nxt.kind == "punct"):
         return False
+    if nxt is not None and (nxt.low in lx.COPULAS or nxt.low in lx.AUXILIARIES
+                            or nxt.low in lx.NEGATORS):
+        return False  # "the spare keys are kept": the noun before a copula is its subject
     if nxt is not None and nxt.kind == "word" and _content(nxt) and lx.can_be(
         nxt.low, "VERB"
     ) and not _nounish(nxt.low):
@@ -133,20 +144,22 @@ def _verb_first(toks: Sequence[Token]) -> bool:
 
 
 def _find_verb(toks: Sequence[Token], verb_first: bool) -> int | None:
+    """The index of the clause's verb (or its first auxiliary or copula), or None."""
     if verb_first and _verb_first(toks):
         return 0
+    in_pp = False
     for j, t in enumerate(toks):
         if t.kind != "word":
             continue
-        if t.low in lx.COPULAS or t.low in lx.AUXILIARIES:
+        low = t.low
+        if low in lx.COPULAS or low in lx.AUXILIARIES:
             return j
-        if j and t.low in lx.LINKING and toks[j - 1].low not in lx.DETERMINERS:
+        if not j:
+            continue
+        if low in lx.LINKING and toks[j - 1].low not in lx.DETERMINERS:
             return j
-        if j and t.low in ("n't", "not", "never"):
+        if low in ("n't", "not", "never"):
             return j
-    in_pp = False
-    for j in range(1, len(toks)):
-        low = toks[j].low
         if low in lx.SUBORDINATORS:
             return None
         if low in lx.PREPOSITIONS:
@@ -403,7 +416,7 @@ def _clause_facts(
     subject, extra = _noun_phrase(toks[:v]) if v else (None, [])
     facts.extend(extra)
     imperative = v == 0 and (carried is None or clause.marker not in ("and", "or", "but"))
-    if subject is None:
+    if subject is None or (subject.head in lx.PRONOUNS and subject.head not in _SUBJECTLESS):
         subject = label_subject or (None if imperative else carried)
     if subject is not None and subject.head in _SUBJECTLESS:
         imperative, subject = True, None
@@ -491,6 +504,11 @@ def _clause_facts(
     if verb is None:
         return facts, subject, None
     end_tok = toks[k - 1]
+    if verb in REPORTING and len(rest) > 1:
+        said = rest[1:] if rest[0].low == "that" else rest
+        inner, _, _ = _clause_facts(Clause(tuple(said), "", clause.sentence), subject)
+        facts.extend(inner)
+        return facts, subject, None
     if rest and rest[0].low in _PARTICLES and (len(rest) == 1 or rest[1].kind == "punct"):
         facts.append(Fact(head, STATE, (rest[0].low,), negated=negated, qualifiers=quals,
                           start=subject.start, end=rest[0].end))
@@ -620,8 +638,28 @@ def read(text: str) -> Reading:
     ordered = _order(actions)
     return Reading(
         facts=tuple(facts), conditions=tuple(conditions), lemmas=tuple(lemmas),
-        actions=tuple(ordered),
+        actions=tuple(ordered), question=_question(toks),
     )
+
+
+_WH = frozenset("what when where who whom whose which how why".split())
+_ASKING = frozenset("is are was were do does did can could will would has have should".split())
+_CHOICE = frozenset(
+    "should recommend suggest prefer prefers like want choose pick best favorite favourite "
+    "rather".split()
+)
+
+
+def _question(toks: Sequence[Token]) -> str:
+    """Whether the text asks something, and if so whether it asks a fact or a choice."""
+    words = [t.low for t in toks if t.kind == "word"]
+    if not words:
+        return ""
+    asks = toks[-1].low == "?" or words[0] in _WH or (
+        words[0] in _ASKING and len(words) > 2 and toks[-1].low != ".")
+    if not asks:
+        return ""
+    return "choice" if any(w in _CHOICE for w in words) else "fact"
 
 
 def _negate(f: Fact) -> Fact:

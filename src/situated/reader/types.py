@@ -105,6 +105,9 @@ class Reading(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
     """The content words' lemmas, sorted (what "the lesson talks about X" is checked on)."""
     actions: tuple[str, ...] = ()
     """The actions it states, in the order it states them to happen ("patch b", "patch a")."""
+    question: str = ""
+    """"fact" for a question of fact ("When does the store close?"), "choice" for a question
+    of what to do or pick ("Which seat should I book?"), "" for a statement."""
 
     @property
     def empty(self) -> bool:

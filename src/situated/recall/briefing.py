@@ -236,6 +236,8 @@ class Briefing:
         lines.append(head)
         for item in shown:
             label = f"{item.authority}, {item.verdict.value.lower()}, {item.confidence:.2f}"
+            if item.kind == "preference":
+                label = f"the user's preference, {label}"  # never evidence on a fact
             body = " ".join(item.text.split())
             lines.append(f"> [{item.memory_id}] ({label}) {body}")
             if item.adaptations:

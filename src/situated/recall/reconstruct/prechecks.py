@@ -26,6 +26,7 @@ PRECHECK = {"reconstructor": "precheck", "reconstructor_version": "1"}
 
 _INVALIDATED = LifecycleState.INVALIDATED
 _LESSON = Kind.LESSON
+_PREFERENCE = Kind.PREFERENCE
 _MATCHED, _MISMATCHED, _UNKNOWN = Truth.MATCHED, Truth.MISMATCHED, Truth.UNKNOWN
 
 
@@ -54,6 +55,11 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
                 item, RejectionReason.CONDITION_FAILED, ev.failed_detail,
                 matched=ev.matched, mismatched=ev.mismatched, unknown=ev.unknown,
             )
+    if rec.kind is _PREFERENCE and item.present_reading is not None and (
+        item.present_reading.question == "fact"
+    ):
+        return _reject(item, RejectionReason.LOW_EXPECTED_UTILITY,
+                       "a preference is not evidence on a question of fact")
     src = rec.source.state
     floor = item.relevance_floor
     irrelevant = floor is not None and item.content_similarity < floor
