@@ -35,28 +35,47 @@ FAR_RATIO = 10.0
 is stated; between `NEAR_RATIO` and this, a difference of unknown weight."""
 
 
-@dataclass(frozen=True, slots=True)
 class Check:
-    """One fact compared then vs now."""
+    """One fact compared then vs now (its words are written only when asked for)."""
 
-    label: str
-    """What was checked: "washer state", "disk full"."""
-    then: str
-    """Its value then (or the lesson's requirement)."""
-    now: str | None
-    """Its value now; None when the present does not state it."""
-    relation: str
-    """`SAME`, `OPPOSED` (a different situation), `OTHER` (differs, weight unknown), `MISSING`."""
-    role: str
-    """`condition` (the lesson's own clause), `lesson` (what the lesson presupposes),
-    `depends` (a source fact the lesson talks about) or `context` (any other source fact)."""
+    __slots__ = ("_label", "fact", "found", "relation", "role")
+
+    def __init__(self, fact: Fact, found: Fact | None, relation: str, role: str,
+                 label: str | None = None) -> None:
+        self.fact = fact
+        """The fact then (or the lesson's requirement)."""
+        self.found = found
+        """The fact now; None when the present does not state it."""
+        self.relation = relation
+        """`SAME`, `OPPOSED` (another situation), `OTHER` (differs, weight unknown),
+        `MISSING`."""
+        self.role = role
+        """`condition` (the lesson's own clause), `lesson` (what the lesson presupposes),
+        `depends` (a source fact the lesson depends on) or `context` (any other)."""
+        self._label = label
+
+    @property
+    def label(self) -> str:
+        """What was checked: "washer", "disk full"."""
+        return self._label if self._label is not None else self.fact.label()
+
+    @property
+    def then(self) -> str:
+        return self.fact.value_text()
+
+    @property
+    def now(self) -> str | None:
+        return None if self.found is None else self.found.value_text()
 
     def line(self) -> str:
-        if self.now is None:
+        if self.found is None:
             return f"{self.label}: {self.then} (not stated now)"
         if self.relation == SAME:
             return f"{self.label}: {self.now}"
         return f"{self.label}: {self.then} then, {self.now} now"
+
+    def __repr__(self) -> str:
+        return f"Check({self.line()!r}, {self.relation}, {self.role})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,14 +109,54 @@ def _same_key(a: Fact, b: Fact) -> bool:
     return _same_subject(a, b)
 
 
+class _Index:
+    """A present reading's facts by subject and by qualifier, built once per present."""
+
+    __slots__ = ("by_qualifier", "by_subject")
+
+    def __init__(self, facts: Sequence[Fact]) -> None:
+        self.by_subject: dict[str, list[Fact]] = {}
+        self.by_qualifier: dict[str, list[Fact]] = {}
+        for f in facts:
+            self.by_subject.setdefault(f.subject, []).append(f)
+            for q in f.qualifiers:
+                self.by_qualifier.setdefault(q, []).append(f)
+
+    def about(self, f: Fact) -> list[Fact]:
+        """Present facts that may be about `f`'s subject (same thing, synonym, qualifier)."""
+        out: list[Fact] = []
+        for subject, facts in self.by_subject.items():
+            if subject in f.qualifiers or lx.same_thing(f.subject, subject):
+                out.extend(facts)
+        out.extend(self.by_qualifier.get(f.subject, ()))
+        return out
+
+
+_INDEXES: dict[int, tuple[tuple[Fact, ...], _Index]] = {}
+
+
+def _index(facts: tuple[Fact, ...]) -> _Index:
+    """The index of one present reading's facts (the same present is judged against every
+    candidate of a recall)."""
+    hit = _INDEXES.get(id(facts))
+    if hit is not None and hit[0] is facts:
+        return hit[1]
+    if len(_INDEXES) > 64:
+        _INDEXES.clear()
+    index = _Index(facts)
+    _INDEXES[id(facts)] = (facts, index)
+    return index
+
+
 def _best(f: Fact, candidates: Iterable[Fact]) -> Fact | None:
     """The present fact with `f`'s key, preferring one whose qualifiers overlap (the primary
     database, not the replica)."""
     found = [c for c in candidates if _same_key(f, c)]
     if not found:
         return None
-    found.sort(key=lambda c: (-len(set(c.qualifiers) & set(f.qualifiers)),
-                              c.attribute != f.attribute, c.weak))
+    if len(found) > 1:
+        found.sort(key=lambda c: (-len(set(c.qualifiers) & set(f.qualifiers)),
+                                  c.attribute != f.attribute, c.weak))
     return found[0]
 
 
@@ -202,14 +261,14 @@ def judge(lesson: Reading, then: Reading | None, now: Reading) -> Judgement:
     """Check a lesson (its own reading and the reading of the state it was learned in)
     against the present's reading."""
     checks: list[Check] = []
-    present = now.facts
+    index = _index(now.facts)
     for cond in lesson.conditions:
         if checkable(cond):
-            checks.append(_check_requirement(cond, present, "condition"))
+            checks.append(_check_requirement(cond, index, "condition"))
     for stated in lesson.facts:
         if stated.weak or not checkable(stated) or stated.attribute in (HAS, WHERE):
             continue  # "put the mug in the microwave" is an instruction, not a situation
-        found = _best(stated, present)
+        found = _best(stated, index.about(stated))
         if found is not None:
             checks.append(_compare(stated, found, (), "lesson"))
     if then is not None:
@@ -240,36 +299,35 @@ def _substitution(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
     # tells the two situations apart, whether or not the lesson names it
     minimal = len({lx.lemma(w) for w in gone}) == 1 and len({lx.lemma(w) for w in new}) == 1
     if not named and not minimal:
-        return [Check("wording", ", ".join(sorted(gone)), ", ".join(sorted(new)), OTHER,
-                      "context")]
-    return [Check("situation", then_word, now_word, OPPOSED, "depends")]
+        return [Check(_words("wording", *sorted(gone)), _words("wording", *sorted(new)),
+                      OTHER, "context")]
+    return [Check(_words("situation", then_word), _words("situation", now_word), OPPOSED,
+                  "depends")]
 
 
-def _check_requirement(cond: Fact, present: Sequence[Fact], role: str) -> Check:
-    found = _best(cond, present)
+def _check_requirement(cond: Fact, index: _Index, role: str) -> Check:
+    related = index.about(cond)
+    found = _best(cond, related)
     if found is None:
-        return _about_subject(cond, present, role)
+        return _about_subject(cond, related, role)
     if cond.number is not None and found.number is not None and cond.op != "==":
         ok = _holds(found.number, cond.op, cond.number)
-        return Check(cond.label(), cond.value_text(), found.value_text(),
-                     SAME if ok else OPPOSED, role)
-    return Check(cond.label(), cond.value_text(), found.value_text(), relate(cond, found), role)
+        return Check(cond, found, SAME if ok else OPPOSED, role)
+    return Check(cond, found, relate(cond, found), role)
 
 
-def _about_subject(cond: Fact, present: Sequence[Fact], role: str) -> Check:
+def _about_subject(cond: Fact, related: Sequence[Fact], role: str) -> Check:
     """A requirement with no fact of its key now: the present may still state its subject in
     another form ("the replica lags" against "the replica lags 280 seconds": the verb with an
     amount asserts it, a zero amount denies it); otherwise the requirement is missing."""
-    related = [p for p in present if _same_subject(cond, p)]
     if not related:
-        return Check(cond.label(), cond.value_text(), None, MISSING, role)
+        return Check(cond, None, MISSING, role)
     if cond.attribute == STATE and cond.number is None:
         for p in related:
             if p.number is not None and any(lx.alike(w, p.attribute) for w in cond.words):
                 asserted = (p.number != 0) != cond.negated
-                return Check(cond.label(), cond.value_text(), p.value_text(),
-                             SAME if asserted else OPPOSED, role)
-    return Check(cond.label(), cond.value_text(), related[0].value_text(), OTHER, role)
+                return Check(cond, p, SAME if asserted else OPPOSED, role)
+    return Check(cond, related[0], OTHER, role)
 
 
 def _compare(then: Fact, now: Fact, thresholds: Sequence[float], role: str) -> Check:
@@ -277,30 +335,31 @@ def _compare(then: Fact, now: Fact, thresholds: Sequence[float], role: str) -> C
         rel = _quantity(then, now, thresholds)
     else:
         rel = relate(then, now)
-    return Check(then.label(), then.value_text(), now.value_text(), rel, role)
+    return Check(then, now, rel, role)
 
 
 def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
     checks: list[Check] = []
-    present = list(now.facts)
+    present = now.facts
+    index = _index(present)
     pairs: list[tuple[Fact, Fact]] = []
     unmatched: list[Fact] = []
     taken: set[int] = set()
     for f in then.facts:
         if f.weak:
             continue
-        found = _best(f, (p for i, p in enumerate(present) if i not in taken))
+        found = _best(f, (p for p in index.about(f) if id(p) not in taken))
         if found is None:
             unmatched.append(f)
             continue
-        taken.add(next(i for i, p in enumerate(present) if p is found))
+        taken.add(id(found))
         pairs.append((f, found))
     # quantities described differently ("the budget is 40 dollars" / "a 40 dollar limit"):
     # paired in order when both texts state as many of one unit
-    left = [i for i, p in enumerate(present) if i not in taken and p.number is not None]
-    for dim in {f.dimension for f in unmatched if f.number is not None}:
+    left = [p for p in present if id(p) not in taken and p.number is not None]
+    for dim in sorted({f.dimension for f in unmatched if f.number is not None}):
         mine = [f for f in unmatched if f.number is not None and f.dimension == dim]
-        theirs = [present[i] for i in left if present[i].dimension == dim]
+        theirs = [p for p in left if p.dimension == dim]
         if mine and len(mine) == len(theirs):
             pairs.extend(zip(mine, theirs, strict=True))
             unmatched = [f for f in unmatched if f not in mine]
@@ -325,12 +384,12 @@ def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]
             # holder matters when the lesson names the value
             mattering = _mentions(lesson, f) or (
                 check.relation == OPPOSED and f.attribute in (STATE, HAS))
-        checks.append(Check(check.label, check.then, check.now, check.relation,
-                            "depends" if mattering else "context"))
+        check.role = "depends" if mattering else "context"
+        checks.append(check)
     checks.extend(_order_flips(pairs, lesson))
     for f in unmatched:
         if _mentions(lesson, f):
-            checks.append(Check(f.label(), f.value_text(), None, MISSING, "depends"))
+            checks.append(Check(f, None, MISSING, "depends"))
     return checks
 
 
@@ -346,9 +405,14 @@ def _order_flips(pairs: Sequence[tuple[Fact, Fact]], lesson: Reading) -> list[Ch
             after = _sign(b1.number - b2.number)  # type: ignore[operator]
             if before and after and before != after:
                 rel = "<" if before < 0 else ">"
-                out.append(Check(f"{a1.label()} {rel} {a2.label()}", "then", "not now", OPPOSED,
-                                 "depends"))
+                out.append(Check(_words("order", "then"), _words("order", "not now"), OPPOSED,
+                                 "depends", f"{a1.label()} {rel} {a2.label()}"))
     return out
+
+
+def _words(subject: str, *words: str) -> Fact:
+    """A fact that is only words (what a substitution or an order flip shows)."""
+    return Fact(subject, "state", tuple(words))
 
 
 def _sign(x: float) -> int:
