@@ -101,3 +101,13 @@ def test_an_applicable_text_lesson_is_confident_and_says_what_was_checked(
     assert item.confidence > 0.6
     assert "replica" in b.render()
     assert "checked" in b.render()
+
+
+def test_explain_shows_what_was_read_and_where(mem: Memory) -> None:
+    _add(mem, "When the replica lags, keep reads on the primary.",
+         "The replica of orders-db lags 300 seconds.")
+    _, _, b = _recall(mem, "orders-db: the replica lags 280 seconds, primary CPU 85%.")
+    explained = b.explain()
+    assert "present, as read: replica lag: 280 s (read from 'replica lags 280 seconds')" \
+        in explained
+    assert b.to_dict()["read"]

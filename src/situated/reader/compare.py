@@ -326,7 +326,8 @@ def _about_subject(cond: Fact, related: Sequence[Fact], role: str) -> Check:
         for p in related:
             if p.number is not None and any(lx.alike(w, p.attribute) for w in cond.words):
                 asserted = (p.number != 0) != cond.negated
-                return Check(cond, p, SAME if asserted else OPPOSED, role)
+                return Check(cond, p, SAME if asserted else OPPOSED, role,
+                             f"{cond.label()} {' '.join(cond.words)}")
     return Check(cond, related[0], OTHER, role)
 
 

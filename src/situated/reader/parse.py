@@ -335,10 +335,11 @@ def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | Non
             owner = owner or noun_after or subject
         op = _comparator(toks, k)
         used.update(range(k, k + 1 + n))
+        start = t.start if owner is None else min(owner.start, t.start)
         out.append(Fact(
             owner.head if owner else "situation", measure, (), round(value * factor, 9),
             dim, op, negated, owner.quals if owner else (),
-            t.start, toks[k + n].end if n else t.end,
+            start, toks[k + n].end if n else t.end,
         ))
     return out, used
 

@@ -35,9 +35,11 @@ def show_amount(number: float, dimension: str) -> str:
         return f"{number:g}%"
     for dim, units in (("time", _TIME_UNITS), ("data", _DATA_UNITS)):
         if dimension == dim:
-            for size, name in units:
-                if abs(number) >= size or size == units[-1][0]:
-                    return f"{number / size:.4g} {name}"
+            fits = [(size, name) for size, name in units if abs(number) >= size] or [units[-1]]
+            whole = [(size, name) for size, name in fits
+                     if abs(number / size - round(number / size)) < 1e-9]
+            size, name = (whole or fits)[0]  # the largest unit that gives a whole number
+            return f"{number / size:.4g} {name}"
     if dimension.startswith("money:"):
         return f"{number:g} {dimension[6:].upper()}"
     if dimension.startswith(("count:", "temperature:")):

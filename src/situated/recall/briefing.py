@@ -200,6 +200,10 @@ class Briefing:
     tokens_used: int = 0
     trace: tuple[StageTrace, ...] = ()
     namespace: str | None = None
+    read: tuple[str, ...] = ()
+    """What the reader read in the present state's text, each fact with the words it was read
+    from ("washer: running (read from 'washer status: running')"); the caller's own facts are
+    not here: they stay as given."""
 
     def render(self, fmt: str = "text") -> str:
         """Render for an agent's context: `text`, `markdown` or `json`.
@@ -267,6 +271,8 @@ class Briefing:
         out = [f"recall {self.recall_id}: mode {self.mode.value}, "
                f"{len(self.items)} served, {len(self.rejected)} rejected, "
                f"{self.tokens_used}/{self.budget_tokens} tokens"]
+        for line in self.read:
+            out.append(f"present, as read: {line}")
         for mem_id, traces in by_mem.items():
             out.append(f"memory {mem_id}")
             for t in traces:
@@ -295,7 +301,7 @@ def briefing_dict(b: Briefing, trace: bool = True) -> dict[str, Any]:
         "missing_facts": _seq(b.missing_facts, list(b.missing_facts)),
         "budget_tokens": b.budget_tokens, "tokens_used": b.tokens_used,
         "trace": _seq(b.trace, [trace_dict(t) for t in b.trace]) if trace else (),
-        "namespace": b.namespace,
+        "namespace": b.namespace, "read": _seq(b.read, list(b.read)),
     }
 
 

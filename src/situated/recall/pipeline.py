@@ -289,7 +289,21 @@ def compile_stage(r: Recall) -> None:
         tokens_used=sum(i.tokens for i in items),
         trace=tuple(trace),
         namespace=req.namespace,
+        read=_read_lines(r),
     )
+
+
+def _read_lines(r: Recall) -> tuple[str, ...]:
+    """The present's read facts with the words each was read from (for `explain`)."""
+    reading, text = r.present_reading, r.req.state.text
+    if reading is None:
+        return ()
+    lines = []
+    for f in (*reading.facts, *reading.conditions):
+        if f.weak:
+            continue
+        lines.append(f"{f.label()}: {f.value_text()} (read from {text[f.start:f.end]!r})")
+    return tuple(dict.fromkeys(lines))
 
 
 def record_stage(r: Recall) -> None:

@@ -363,6 +363,7 @@ class BriefingDoc(_Doc):
     namespace: str | None
     rendered: str
     explain: str | None = None
+    read: list[str] = []
 
     @classmethod
     def of(cls, b: Briefing, explain: bool = False) -> BriefingDoc:
