@@ -144,7 +144,8 @@ class Thing:
 
 
 _ARTICLE = re.compile(r"^(\t*)(a|an|the|A|An|The) ([^,.(\n]+?)(?=[,.(\n]|$| with:)", re.M)
-_IGNORED = frozenset({"agent"})
+_IGNORED = frozenset({"agent", "substance called air"})
+"""The agent itself and the air every room has."""
 
 
 def display(name: str) -> str:
@@ -427,21 +428,28 @@ def _history(events: Sequence[str]) -> str:
                                                                     strict=False))])
 
 
-def order(steps: Sequence[Observation], rng: random.Random) -> list[Pair]:
-    """Three consecutive events of one episode: the lesson orders the first two actions;
-    swapping those two is another situation, swapping the last two is not one the lesson
-    names (the first still comes before the second)."""
-    runs = []
+def runs(steps: Sequence[Observation]) -> list[tuple[Observation, Observation, Observation]]:
+    """Three events of one episode in the order the environment printed them (the steps
+    between that are not one short event, such as `look around`, left out), all different,
+    the third sharing no word with the first two (so a lesson about those does not name it)."""
+    out = []
+    steps = [s for s in steps if _event(s)]
     for a, b, c in zip(steps, steps[1:], steps[2:], strict=False):
         ea, eb, ec = _event(a), _event(b), _event(c)
         if not (ea and eb and ec) or len({ea, eb, ec}) < 3:
             continue
         if _words(ec) & (_words(ea) | _words(eb) | _words(a.action) | _words(b.action)):
             continue
-        runs.append((a, b, c, ea, eb, ec))
-    if not runs:
-        return []
-    a, b, c, ea, eb, ec = rng.choice(runs)
+        out.append((a, b, c))
+    return out
+
+
+def order(run: tuple[Observation, Observation, Observation]) -> list[Pair]:
+    """The lesson orders the first two actions of a run; swapping those two events is another
+    situation, swapping the last two is not one the lesson names (the first still comes
+    before the second)."""
+    a, b, c = run
+    ea, eb, ec = (_event(x) or "" for x in run)
     base = _history((ea, eb, ec))
     lesson = f"{a.action[0].upper()}{a.action[1:]}, then {b.action}."
     return [
@@ -479,14 +487,15 @@ def build(observations: Sequence[Observation], per_kind: int, seed: int) -> list
         made: list[Pair] = []
         seen: set[tuple[str, str]] = set()
         if kind == "order":
-            episodes = sorted(by_episode)
-            chunks = [by_episode[ep][i:i + 6] for ep in episodes
-                      for i in range(0, len(by_episode[ep]), 6)]
-            rng.shuffle(chunks)
-            for steps in chunks:
+            found = [r for ep in sorted(by_episode) for r in runs(by_episode[ep])]
+            rng.shuffle(found)
+            for run in found:
                 if len(made) >= 2 * per_kind:
                     break
-                made.extend(order(steps, rng))
+                got = order(run)
+                if (got[0].base, got[0].present) not in seen:
+                    seen.add((got[0].base, got[0].present))
+                    made.extend(got)
         else:
             pool = list(singles)
             rng.shuffle(pool)
@@ -522,5 +531,16 @@ def _edit(kind: str, o: Observation, rng: random.Random, vocab: Vocabulary) -> l
     raise ValueError(kind)
 
 
-__all__ = ["CATEGORICAL", "KINDS", "NUMERIC", "Observation", "Pair", "Vocabulary", "build",
-           "display", "things", "vocabulary"]
+__all__ = [
+    "CATEGORICAL",
+    "KINDS",
+    "NUMERIC",
+    "Observation",
+    "Pair",
+    "Vocabulary",
+    "build",
+    "display",
+    "runs",
+    "things",
+    "vocabulary",
+]

@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import text_pairs as tp  # noqa: E402
+import text_pairs as tp
 
 KITCHEN = (
     "This room is called the kitchen. In it, you see: \n\tthe agent\n\ta substance called air\n"
@@ -72,7 +72,7 @@ def test_objects_are_read_from_the_lines_the_environment_prints() -> None:
     assert "agent" not in names
     assert tp.display("substance called air") == "air"
     bare = {t.name for t in tp.things(KITCHEN) if t.bare}
-    assert bare == {"lighter", "painting", "substance called air"}
+    assert bare == {"lighter", "painting"}  # the air every room has is left out
 
 
 def test_boolean_flips_one_state_word_and_names_the_object_it_describes() -> None:
@@ -85,7 +85,7 @@ def test_boolean_flips_one_state_word_and_names_the_object_it_describes() -> Non
         assert tp.STATE_OPPOSITES[old] == new
         obj = named.edit.split(" (")[1].rstrip(")")
         assert obj in named.lesson and obj not in incidental.lesson
-        if "off" in old or "on" == old:
+        if "off" in old or old == "on":
             # the state of a light bulb or switch on the table: the lesson names the bulb or
             # the switch, not the table that holds it
             assert obj in ("green light bulb", "switch")
@@ -135,7 +135,7 @@ def test_threshold_pairs_cross_the_stated_threshold_or_not() -> None:
         # the control: a threshold both readings satisfy
         cmp, rest = kept[0].lesson.split("is ", 1)[1].split(" than ")
         n = int(rest.split()[0])
-        assert (38 > n and w > n) if cmp == "more" else (38 < n and w < n)
+        assert (n < 38 and w > n) if cmp == "more" else (n > 38 and w < n)
 
 
 def test_near_equal_moves_an_amount_by_one_and_stays_applicable() -> None:
@@ -160,7 +160,8 @@ def test_entity_swap_puts_another_object_of_the_environment_in_the_slot() -> Non
 def test_order_swaps_the_two_events_the_lesson_orders_or_two_it_does_not() -> None:
     steps = [tp.Observation(t, "step", f"t/v0#{i}", a)
              for i, (t, a) in enumerate(zip(STEPS, ACTIONS, strict=True))]
-    named, incidental = tp.order(steps, random.Random(0))
+    (run,) = tp.runs(steps)
+    named, incidental = tp.order(run)
     assert named.lesson == "Open door to kitchen, then go to kitchen."
     assert named.base == ("First, the door is now open. Then, you move to the kitchen. "
                           "After that, you move the thermometer to the inventory.")
