@@ -103,8 +103,9 @@ class NumericSlot:
 NUMERIC = (
     NumericSlot("temperature", re.compile(r"(temperature of )(-?\d+)( degrees celsius)"),
                 "temperature", "When the temperature is {cmp} {n} degrees celsius"),
-    NumericSlot("plane", re.compile(r"(approximately )(\d+)(% down the plane)"),
-                "wood block", "When the wood block is {cmp} {n}% down the plane"),
+    NumericSlot("plane", re.compile(r"(?<=a )([a-z]+(?: [a-z]+)?) approximately (\d+)(% down the "
+                                    r"plane)"),
+                "block", "When the {obj} is {cmp} {n}% down the plane"),
     NumericSlot("ticks", re.compile(r"(The time reads )(\d+)( ticks)"),
                 "stopwatch", "When the stopwatch reads {cmp} {n} ticks"),
 )
@@ -349,7 +350,8 @@ def threshold(o: Observation, rng: random.Random, vocab: Vocabulary) -> list[Pai
     if cut is not None:  # the present crosses the lesson's threshold
         cmp = "more than" if v > cut else "less than"
         out.append(Pair("threshold", "named", False,
-                        f"{slot.clause.format(cmp=cmp, n=cut)}, {act}.", o.text, present,
+                        f"{slot.clause.format(cmp=cmp, n=cut, obj=m.group(1))}, {act}.",
+                        o.text, present,
                         f"{slot.name}: {v} -> {w}, threshold {cmp} {cut}", o.origin))
     gap = max(1, round(abs(v - w) * 0.25))
     if rng.random() < 0.5:
@@ -361,7 +363,8 @@ def threshold(o: Observation, rng: random.Random, vocab: Vocabulary) -> list[Pai
         if cmp == "more than" and n >= min(v, w):
             cmp, n = "less than", max(v, w) + gap
     out.append(Pair("threshold", "incidental", True,
-                    f"{slot.clause.format(cmp=cmp, n=n)}, {act}.", o.text, present,
+                    f"{slot.clause.format(cmp=cmp, n=n, obj=m.group(1))}, {act}.", o.text,
+                    present,
                     f"{slot.name}: {v} -> {w}, threshold {cmp} {n}", o.origin))
     return out
 
@@ -377,7 +380,8 @@ def near_equal(o: Observation, rng: random.Random) -> list[Pair]:
     if slot.name != "temperature" and w < 1:
         w = v + step
     present = _splice(o.text, m.start(2), m.end(2), str(w))
-    return [Pair("near_equal", "incidental", True, _lesson(rng, slot.noun), o.text, present,
+    noun = m.group(1) if slot.name == "plane" else slot.noun  # the object the text names
+    return [Pair("near_equal", "incidental", True, _lesson(rng, noun), o.text, present,
                  f"{slot.name}: {v} -> {w}", o.origin)]
 
 

@@ -274,7 +274,33 @@ def judge(lesson: Reading, then: Reading | None, now: Reading) -> Judgement:
     if then is not None:
         compared = _compare_states(lesson, then, now)
         checks.extend(compared or _substitution(lesson, then, now))
+        checks.extend(_order_of_events(lesson, then, now))
     return Judgement(tuple(checks))
+
+
+def _event_words(event: str) -> set[str]:
+    return {f for w in event.split() for f in lx.forms(w)}
+
+
+def _order_of_events(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
+    """Two events both situations tell, in the other order now ("moved to the kitchen, then
+    picked up the pot" / the reverse). The lesson depends on the order when it names both
+    events' things."""
+    if len(then.actions) < 2 or len(now.actions) < 2:
+        return []
+    where = {e: i for i, e in reversed(list(enumerate(now.actions)))}
+    named = set(lesson.lemmas)
+    out = []
+    seq = [e for e in then.actions if e in where]
+    for i, a in enumerate(seq):
+        for b in seq[i + 1:]:
+            if a != b and where[a] > where[b]:
+                depends = all(_event_words(e) & named - {*lx.forms(e.split()[0])}
+                              for e in (a, b))
+                out.append(Check(_words("order", f"{a} before {b}"),
+                                 _words("order", f"{b} before {a}"), OPPOSED,
+                                 "depends" if depends else "context", "order of events"))
+    return out
 
 
 SUBSTITUTION_OVERLAP = 0.6

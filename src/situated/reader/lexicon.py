@@ -59,12 +59,13 @@ PRONOUNS = frozenset(
 ADVERBS = frozenset(
     "still now already currently normally usually always often sometimes again also just "
     "very really quite fully completely totally partly partially almost nearly mostly "
-    "slightly barely only even too so rather pretty somewhat half right".split()
+    "slightly barely only even too so rather pretty somewhat half right approximately "
+    "about roughly around exactly precisely currently presently".split()
 )
 """Degree and time adverbs: they do not change which state a predicate names."""
 GENERIC_NOUNS = frozenset(
     "status state check level reading condition value mode setting result estimate "
-    "indicator light".split()
+    "indicator light stage phase".split()
 )
 """Nouns that name an aspect of a thing ("washer status: running"): the thing is the
 subject, not the aspect."""

@@ -19,7 +19,17 @@ from functools import lru_cache
 
 from situated.reader import lexicon as lx
 from situated.reader.tokens import Clause, Token, clauses, tokenize
-from situated.reader.types import AMOUNT, CODE, HAS, ORDER, STATE, WHERE, Fact, Reading
+from situated.reader.types import (
+    AMOUNT,
+    CODE,
+    HAS,
+    NAME,
+    ORDER,
+    STATE,
+    WHERE,
+    Fact,
+    Reading,
+)
 
 _NOT_STATES = frozenset(
     "last next first second third other same own such main whole new old entire".split()
@@ -35,6 +45,12 @@ order a procedure's steps ("water until it drains"): they are not conditions."""
 _SUBJECTLESS = frozenset({"you", "we", "i"})
 _PLENTY = frozenset("plenty lots lot enough some".split())
 _HAVE = frozenset({"has", "have", "had"})
+_CLOCK = frozenset({"am", "pm", "a.m", "p.m", "o'clock"})
+_ORDINAL = frozenset({"st", "nd", "rd", "th"})
+_NAMING = frozenset({"called", "named", "known"})
+"""Participles that give a thing's name ("this room is called the kitchen")."""
+_ASPECTS = frozenset("stage phase state mode condition level setting position".split())
+"""Nouns whose modifier is the value ("in the seedling stage": stage = seedling)."""
 REPORTING = frozenset(
     "say tell report claim mention note complain explain state write add confirm insist "
     "think believe".split()
@@ -228,9 +244,19 @@ def _noun_phrase(toks: Sequence[Token]) -> tuple[_Subject | None, list[Fact]]:
                               weak=True))
     if rest and rest[0].low in lx.LOCATIVE:
         place, _ = _noun_phrase(rest[1:])
-        if place is not None:
+        if place is not None and place.head in _ASPECTS and place.quals:
+            # "a tree in the seedling stage": its stage is seedling
+            extra.append(Fact(head, place.head, place.quals, qualifiers=quals,
+                              start=rest[0].start, end=place.end))
+        elif place is not None:
             extra.append(Fact(head, WHERE, (place.head, *place.quals), qualifiers=quals,
                               start=rest[0].start, end=place.end))
+    elif rest and rest[0].low == "with" and len(rest) > 1:
+        part, _ = _noun_phrase(rest[1:])
+        if part is not None and part.quals:
+            # "a plane with a cloth surface": its surface is cloth
+            extra.append(Fact(head, part.head, part.quals, qualifiers=quals,
+                              start=rest[0].start, end=part.end))
     return subject, extra
 
 
@@ -242,12 +268,20 @@ def _unit_after(toks: Sequence[Token], k: int) -> tuple[str, float, int]:
             found = lx.unit("°" + toks[k + 1].low)
             if found:
                 return found[0], found[1], 2
+        if t.low in ("degree", "degrees") and k + 1 < len(toks):
+            found = lx.unit(toks[k + 1].low)  # "6 degrees celsius"
+            if found and found[0].startswith("temperature"):
+                return found[0], found[1], 2
+        if t.low in _CLOCK:
+            return "clock", 1.0, 1  # "2pm", "9 am": a time of day
+        if t.low in _ORDINAL:
+            return "number", 1.0, 1  # "15th"
         found = lx.unit(t.low) if t.kind in ("word", "sym") else None
         if found:
             return found[0], found[1], 1
         if t.kind == "word" and _content(t) and lx.can_be(t.low, "NOUN") and not lx.can_be(
             t.low, "ADJ"
-        ):
+        ) and not t.text[:1].isupper():  # "42 Birch Street" is a name, not 42 birches
             return f"count:{_noun_lemma(t.low)}", 1.0, 1
     return "number", 1.0, 0
 
@@ -304,7 +338,8 @@ def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | Non
         noun_after: _Subject | None = None
         if after < len(toks) and toks[after].kind == "word" and _content(toks[after]):
             word = toks[after].low
-            if word in _POSTPOSED or (lx.can_be(word, "ADJ", "ADV") and not _nounish(word)) or (
+            if word in _POSTPOSED or word in _PARTICLES or (
+                lx.can_be(word, "ADJ", "ADV") and not _nounish(word)) or (
                 word in ("old", "late", "full", "used")
             ):
                 measure = "ago" if word == "ago" else lx.lemma(word, "ADJ")
@@ -315,7 +350,15 @@ def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | Non
                 if not fragment:
                     measure = noun_after.head  # "shows 12 percent errors"
         owner = subject
-        if fragment:
+        if k >= 2 and toks[k - 1].low == "of" and toks[k - 2].kind == "word" and _nounish(
+            toks[k - 2].low
+        ) and toks[k - 2].low not in lx.DETERMINERS:
+            # "measures a temperature of 6 degrees": the amount is the temperature's
+            noun = _noun_lemma(toks[k - 2].low)
+            owner = _Subject(noun, (subject.head,) if subject else (), False,
+                             toks[k - 2].start, toks[k - 2].end)
+            measure = AMOUNT
+        elif fragment:
             owner = noun_after if noun_after is not None and (
                 k == 0 or toks[k - 1].low in lx.DETERMINERS or toks[k - 1].low in lx.PREPOSITIONS
                 or toks[k - 1].kind == "sym"
@@ -323,7 +366,8 @@ def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | Non
             if owner is None:
                 j = k - 1
                 while j >= 0 and (toks[j].kind == "sym" or toks[j].low in lx.COMPARATIVES
-                                  or toks[j].low in ("than", "least", "most")):
+                                  or toks[j].low in ("than", "least", "most")
+                                  or toks[j].low in lx.ADVERBS):
                     j -= 1
                 if j >= 0 and toks[j].low in lx.PREPOSITIONS:
                     j -= 1  # "name brand at 32 dollars", "basket of 5 items"
@@ -397,8 +441,9 @@ def _clause_facts(
     toks = clause.tokens
     facts: list[Fact] = []
     label_subject = None
-    if clause.label:
-        label_subject, extra = _noun_phrase(clause.label)
+    if clause.label and clause.label[0].low not in lx.LOCATIVE:
+        label_subject, extra = _noun_phrase(
+            [t for t in clause.label if t.low not in lx.COPULAS])
         facts.extend(extra)
     # "there is / are (no) X"
     if len(toks) >= 2 and toks[0].low == "there" and toks[1].low in lx.COPULAS:
@@ -413,10 +458,17 @@ def _clause_facts(
     v = _find_verb(toks, verb_first=not clause.label)
     if v is None:
         return _fragment(toks, label_subject, carried, facts,
-                         coordinated=clause.marker in ("and", "or", "but"))
+                         coordinated=clause.marker in ("and", "or", "but"),
+                         place_label=clause.label)
     subject, extra = _noun_phrase(toks[:v]) if v else (None, [])
     facts.extend(extra)
-    imperative = v == 0 and (carried is None or clause.marker not in ("and", "or", "but"))
+    # a clause that starts with its verb is an order, unless it goes on the previous one's
+    # subject: coordinated ("and holds the lock") or a participle ("containing a tree")
+    imperative = v == 0 and (carried is None or (
+        clause.marker not in ("and", "or", "but") and not toks[0].low.endswith("ing")
+        and not clause.aside))
+    if v and all(t.low in _SUBJECTLESS for t in toks[:v]):
+        imperative = True  # "you move to the kitchen": what the agent did, an action
     if subject is None or (subject.head in lx.PRONOUNS and subject.head not in _SUBJECTLESS):
         subject = label_subject or (None if imperative else carried)
     if subject is not None and subject.head in _SUBJECTLESS:
@@ -471,6 +523,12 @@ def _clause_facts(
     rest = toks[k:]
     head, quals = subject.head, subject.quals
     if linking:
+        if rest and rest[0].low in _NAMING and len(rest) > 1:
+            name, _ = _noun_phrase(rest[1:])  # "this room is called the kitchen"
+            if name is not None:
+                facts.append(Fact(head, NAME, (name.head, *name.quals), negated=negated,
+                                  qualifiers=quals, start=subject.start, end=name.end))
+                return facts, subject, None
         if rest and rest[0].low in lx.LOCATIVE and len(rest) > 1 and (
             rest[1].low in lx.DETERMINERS or rest[1].low in lx.PRONOUNS
         ):
@@ -498,6 +556,9 @@ def _clause_facts(
             facts.append(Fact(head, STATE, tuple(words), negated=negated != neg2,
                               qualifiers=quals, start=subject.start,
                               end=rest[end - 1].end if end else subject.end))
+            if _participle(rest[0]) and rest[0].low.endswith("ed") and len(words) > 1:
+                # "the metal pot is picked up": something was done to it, an event
+                return facts, subject, f"{lx.lemma(rest[0].low, 'VERB')} {head}"
         elif rest and rest[0].low in ("no", "none"):
             facts.append(Fact(head, HAS, (), negated=True, qualifiers=quals,
                               start=subject.start, end=rest[0].end))
@@ -529,10 +590,19 @@ def _clause_facts(
         if thing is not None:
             facts.append(Fact(thing.head, HAS, (head,), negated=neg or thing.negated,
                               qualifiers=thing.quals, start=subject.start, end=thing.end))
-            if verb != "have":
+            if verb == "contain":  # "a pot containing a tree": the tree is in the pot
+                facts.append(Fact(thing.head, WHERE, (head, *quals), negated=neg,
+                                  qualifiers=thing.quals, start=subject.start, end=thing.end))
+            elif verb != "have":
                 facts.append(Fact(thing.head, f"{verb} by", (head, *quals), negated=neg,
                                   qualifiers=thing.quals, start=subject.start, end=thing.end))
             facts.extend(extra)
+            return facts, subject, None
+    if verb in ("call", "name") and toks[k - 1].low in _NAMING and rest:
+        name, _ = _noun_phrase(rest)  # "a substance called soap"
+        if name is not None:
+            facts.append(Fact(head, NAME, (name.head, *name.quals), negated=negated,
+                              qualifiers=quals, start=subject.start, end=name.end))
             return facts, subject, None
     obj = None
     if rest and (rest[0].low in lx.DETERMINERS or (
@@ -551,7 +621,7 @@ def _clause_facts(
 
 def _fragment(
     toks: Sequence[Token], label: _Subject | None, carried: _Subject | None,
-    facts: list[Fact], coordinated: bool = False,
+    facts: list[Fact], coordinated: bool = False, place_label: Sequence[Token] = (),
 ) -> tuple[list[Fact], _Subject | None, str | None]:
     """A clause with no verb: "Microwave: broken", "primary CPU 88%", "no room left"."""
     if not toks:
@@ -560,7 +630,9 @@ def _fragment(
     facts.extend(quantities)
     facts.extend(_codes(toks, label, used))
     if quantities:
-        return facts, label or carried, None
+        at = next((i for i, t in enumerate(toks) if t.kind == "number"), len(toks))
+        phrase, _ = _noun_phrase(toks[:at])  # "a flower pot 3 (containing ...)"
+        return facts, label or phrase or carried, None
     first = toks[0].low
     if first in ("no", "none", "without") or first in _PLENTY or (
         first in lx.YES or first in lx.NO
@@ -604,7 +676,22 @@ def _fragment(
             return facts, thing, None
     phrase, extra = _noun_phrase(toks)
     facts.extend(extra)
+    if phrase is not None and (phrase.head in _NOT_STATES or phrase.head in lx.TEMPORAL):
+        phrase = None  # "First," "Then," open a clause; they are not a thing
+    place = clause_place(place_label)
+    if phrase is not None and place is not None:
+        # "On the counter is: a bowl": the bowl is there
+        facts.append(Fact(phrase.head, WHERE, (place.head, *place.quals),
+                          qualifiers=phrase.quals, start=phrase.start, end=phrase.end))
     return facts, phrase or label or carried, None
+
+
+def clause_place(label: Sequence[Token]) -> _Subject | None:
+    """The place a label names ("On the counter is:"), or None."""
+    if not label or label[0].low not in lx.LOCATIVE:
+        return None
+    place, _ = _noun_phrase([t for t in label[1:] if t.low not in lx.COPULAS])
+    return place
 
 
 @lru_cache(maxsize=4096)
@@ -620,7 +707,7 @@ def read(text: str) -> Reading:
     for clause in clauses(toks):
         if clause.sentence != sentence:
             sentence, carried = clause.sentence, None
-        found, subject, action = _clause_facts(clause, None if clause.aside else carried)
+        found, subject, action = _clause_facts(clause, carried)
         marker = clause.marker
         if marker in _POSITIVE_MARKERS or marker in _NEGATIVE_MARKERS:
             flip = marker in _NEGATIVE_MARKERS

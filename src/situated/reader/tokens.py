@@ -17,7 +17,8 @@ MAX_CHARS = 8000
 """Text beyond this is not read (a situation or lesson longer than this is cut)."""
 
 _TOKEN = re.compile(
-    r"\d+(?:[.,:]\d+)*"  # numbers, versions, times: 45, 2.5, 1,000, 2.3.1, 10:30
+    r"\n"  # a line break ends a clause (a list printed one item a line)
+    r"|\d+(?:[-.,:]\d+)*"  # numbers, versions, times, phones: 45, 2.5, 1,000, 2.3.1, 555-0101
     r"|[^\W\d_]\w*(?:['’\-./]\w+)*"  # words and codes: can't, eu-west-1, E24, v2.3
     r"|[$€£¥%°]"  # unit symbols
     r"|[^\w\s]"  # any other mark, one at a time
@@ -39,8 +40,8 @@ class Token(NamedTuple):
 
 
 def _number(text: str) -> float | None:
-    if ":" in text:
-        return None
+    if ":" in text or "-" in text:
+        return None  # a time of day, a version, a phone number: a code
     if "," in text:
         head, *groups = text.split(",")
         if all(len(g) == 3 for g in groups) and "." not in text:
@@ -59,6 +60,9 @@ def tokenize(text: str) -> tuple[Token, ...]:
         t = m.group(0)
         s, e = m.span()
         first = t[0]
+        if first == "\n":
+            out.append(Token("\n", "\n", "punct", s, e))
+            continue
         if first.isdigit():
             value = _number(t)
             kind = "number" if value is not None else "code"
@@ -85,7 +89,7 @@ def tokenize(text: str) -> tuple[Token, ...]:
     return tuple(out)
 
 
-_SENTENCE = frozenset(".;!?")
+_SENTENCE = frozenset(".;!?\n")
 _BREAK = frozenset(",()[]{}\"“”—–")
 
 
@@ -113,11 +117,18 @@ def clauses(tokens: tuple[Token, ...]) -> list[Clause]:
     marker = ""
     label: tuple[Token, ...] = ()
 
+    asides: list[Clause] = []
+
     def close() -> None:
         nonlocal current, marker, label
         if current:
-            out.append(Clause(tuple(current), marker, sentence, label, bool(saved)))
-        current, marker, label = [], "", ()
+            if saved:  # an aside is read right after the clause it sits in
+                asides.append(Clause(tuple(current), marker, sentence, label, True))
+            else:
+                out.append(Clause(tuple(current), marker, sentence, label, False))
+                out.extend(asides)
+                asides.clear()
+            current, marker, label = [], "", ()
 
     saved: list[tuple[list[Token], str, tuple[Token, ...]]] = []
     i = 0
@@ -140,9 +151,9 @@ def clauses(tokens: tuple[Token, ...]) -> list[Clause]:
                 close()
                 sentence += 1
             elif low == ":":
-                if current and len(current) <= 5 and not any(
-                    c.low in lx.COPULAS or c.low in lx.AUXILIARIES for c in current
-                ):
+                if current and len(current) <= 6 and not any(
+                    c.low in lx.COPULAS or c.low in lx.AUXILIARIES for c in current[:-1]
+                ):  # "washer status:", "On the counter is:"
                     label, current = tuple(current), []
                     # the clause after the colon keeps the label, so close() is deferred
                 else:
@@ -170,6 +181,7 @@ def clauses(tokens: tuple[Token, ...]) -> list[Clause]:
     while saved:
         current, marker, label = saved.pop()
         close()
+    out.extend(asides)
     return out
 
 

@@ -18,9 +18,11 @@ CODE = "code"
 """An identifier or code: "error E24", "version 2.3.1", "host web-03"."""
 AMOUNT = "amount"
 """A quantity with no verb or adjective of its own: "a 40 dollar limit"."""
+NAME = "name"
+"""What a thing is called: "a substance called soap", "this room is called the kitchen"."""
 ORDER = "order"
 """Order in time: subject is the earlier event, words the later one."""
-EXCLUSIVE = frozenset({WHERE, CODE})
+EXCLUSIVE = frozenset({WHERE, CODE, NAME})
 """Attributes a thing has one value of at a time: another value now is a different situation."""
 
 
@@ -116,4 +118,5 @@ class Reading(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
         return not self.facts and not self.conditions
 
 
-__all__ = ["AMOUNT", "CODE", "EXCLUSIVE", "HAS", "ORDER", "STATE", "WHERE", "Fact", "Reading"]
+__all__ = ["AMOUNT", "CODE", "EXCLUSIVE", "HAS", "NAME", "ORDER", "STATE", "WHERE", "Fact",
+           "Reading"]
