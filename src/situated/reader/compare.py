@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from situated.reader import lexicon as lx
-from situated.reader.types import EXCLUSIVE, HAS, STATE, WHERE, Fact, Reading
+from situated.reader.types import ASPECT, EXCLUSIVE, HAS, NAME, STATE, WHERE, Fact, Reading
 
 SAME, OPPOSED, OTHER, MISSING = "same", "opposed", "other", "missing"
 NEAR_RATIO = 1.5
@@ -157,6 +157,10 @@ def _best(f: Fact, candidates: Iterable[Fact]) -> Fact | None:
     if len(found) > 1:
         found.sort(key=lambda c: (-len(set(c.qualifiers) & set(f.qualifiers)),
                                   c.attribute != f.attribute, c.weak))
+        if f.qualifiers and not set(found[0].qualifiers) & set(f.qualifiers) and len(
+            {c.qualifiers for c in found}
+        ) > 1:
+            return None  # several doors now, none the one to the hallway
     return found[0]
 
 
@@ -171,8 +175,12 @@ def relate(a: Fact, b: Fact) -> str:
         if a.attribute == b.attribute or a.negated or b.negated:
             return SAME if a.negated == b.negated else OPPOSED
         return OTHER
-    if a.attribute in EXCLUSIVE or a.attribute.endswith(" by"):
-        same = bool(a.words) and bool(b.words) and lx.same_thing(a.words[0], b.words[0])
+    if a.attribute in EXCLUSIVE or a.attribute.endswith(" by") or a.attribute.startswith(
+        ASPECT
+    ):
+        same = bool(a.words) and bool(b.words) and (
+            a.words == b.words or (lx.same_thing(a.words[0], b.words[0]) and (
+                a.attribute != NAME or set(a.words) == set(b.words))))
         if a.negated != b.negated:
             return OPPOSED if same else OTHER
         return SAME if same else OPPOSED
@@ -234,7 +242,7 @@ def _mentions(lesson: Reading, f: Fact) -> bool:
     the kit is in, one about error E24 does depend on the code)."""
     words = set(lesson.lemmas)
     if f.attribute in EXCLUSIVE or f.attribute.endswith(" by"):
-        return any(w.lower() in words for w in f.words[:1])
+        return any(part in words for w in f.words[:2] for part in w.lower().split())
     if f.subject in words or any(q in words for q in f.qualifiers):
         return True
     return f.attribute not in (STATE, HAS) and f.attribute in words
@@ -275,7 +283,28 @@ def judge(lesson: Reading, then: Reading | None, now: Reading) -> Judgement:
         compared = _compare_states(lesson, then, now)
         checks.extend(compared or _substitution(lesson, then, now))
         checks.extend(_order_of_events(lesson, then, now))
+        checks.extend(_named_gone(lesson, then, now))
     return Judgement(tuple(checks))
+
+
+_VAGUE = frozenset("thing things rest step steps here there anything everything way".split())
+
+
+def _named_gone(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
+    """A thing the lesson names, there in the source situation and not named in the present:
+    when the two situations are otherwise told alike (a thing swapped for another) it is
+    another situation; otherwise it is unverified."""
+    a, b, named = set(then.lemmas), set(now.lemmas), set(lesson.lemmas)
+    things_then = {f.subject for f in then.facts}
+    things_now = {w for f in now.facts for w in (f.subject, *f.qualifiers)}
+    gone = sorted(w for w in named & things_then - things_now
+                  if w not in _VAGUE and not any(lx.same_thing(w, x) for x in things_now))
+    if not gone:
+        return []
+    swapped = len(a & b) >= SUBSTITUTION_OVERLAP * max(len(a), len(b)) and bool(
+        things_now - things_then)
+    return [Check(_words("there", w), _words("there", "not mentioned"),
+                  OPPOSED if swapped else MISSING, "depends", w) for w in gone[:3]]
 
 
 def _event_words(event: str) -> set[str]:
@@ -302,6 +331,10 @@ def _order_of_events(lesson: Reading, then: Reading, now: Reading) -> list[Check
                                  "depends" if depends else "context", "order of events"))
     return out
 
+
+FOCUSED_FACTS = 4
+"""A source situation told in at most this many facts is focused: each of them is part of
+the situation the lesson was learned in."""
 
 SUBSTITUTION_OVERLAP = 0.6
 """Share of content words two situations must have in common for the words that differ to be
@@ -392,6 +425,7 @@ def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]
             unmatched = [f for f in unmatched if f not in mine]
     # where a situation states two or more quantities of one unit (a price and a budget),
     # what matters is how they compare, not their size: sizes are context there
+    focused = sum(not f.weak for f in then.facts) <= FOCUSED_FACTS
     counts: dict[str, int] = {}
     for f, _ in pairs:
         if f.number is not None:
@@ -406,11 +440,13 @@ def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]
             mattering = bool(bounds) or (
                 _mentions(lesson, f) and counts.get(f.dimension, 0) <= 1)
         else:
-            # a state that turned into its opposite ("works" / "will not start") is another
-            # situation whether or not the lesson names the thing; a different place, code or
-            # holder matters when the lesson names the value
+            # a state that turned into its opposite ("works" / "will not start") in a
+            # situation told in a few facts is another situation whether or not the lesson
+            # names the thing; in a scene of many things, only what the lesson names counts
+            # (an unrelated door opening does not change a lesson about the freezer); a
+            # different place, code or holder matters when the lesson names the value
             mattering = _mentions(lesson, f) or (
-                check.relation == OPPOSED and f.attribute in (STATE, HAS))
+                check.relation == OPPOSED and f.attribute in (STATE, HAS) and focused)
         check.role = "depends" if mattering else "context"
         checks.append(check)
     checks.extend(_order_flips(pairs, lesson))

@@ -21,6 +21,7 @@ from situated.reader import lexicon as lx
 from situated.reader.tokens import Clause, Token, clauses, tokenize
 from situated.reader.types import (
     AMOUNT,
+    ASPECT,
     CODE,
     HAS,
     NAME,
@@ -156,6 +157,11 @@ def _verb_first(toks: Sequence[Token]) -> bool:
         # by a determiner
     if lx.can_be(t.low, "ADJ") and not t.low.endswith("ing"):
         return False  # "muddy kit waiting"
+    if nxt.low in lx.PREPOSITIONS and nxt.low != "of" and not _inflected(t.low) and not (
+        nxt.low == "to" and len(toks) > 2 and lx.can_be(toks[2].low, "VERB")
+        and not _nounish(toks[2].low)
+    ):
+        return True  # "go to the kitchen", "deal with the door" (not "plate to clean")
     return not _nounish(t.low) or _inflected(t.low)
 
 
@@ -246,7 +252,7 @@ def _noun_phrase(toks: Sequence[Token]) -> tuple[_Subject | None, list[Fact]]:
         place, _ = _noun_phrase(rest[1:])
         if place is not None and place.head in _ASPECTS and place.quals:
             # "a tree in the seedling stage": its stage is seedling
-            extra.append(Fact(head, place.head, place.quals, qualifiers=quals,
+            extra.append(Fact(head, ASPECT + place.head, place.quals, qualifiers=quals,
                               start=rest[0].start, end=place.end))
         elif place is not None:
             extra.append(Fact(head, WHERE, (place.head, *place.quals), qualifiers=quals,
@@ -255,8 +261,17 @@ def _noun_phrase(toks: Sequence[Token]) -> tuple[_Subject | None, list[Fact]]:
         part, _ = _noun_phrase(rest[1:])
         if part is not None and part.quals:
             # "a plane with a cloth surface": its surface is cloth
-            extra.append(Fact(head, part.head, part.quals, qualifiers=quals,
+            extra.append(Fact(head, ASPECT + part.head, part.quals, qualifiers=quals,
                               start=rest[0].start, end=part.end))
+    elif len(rest) > 1 and rest[0].low in ("to", "of", "for") and rest[1].low in lx.DETERMINERS:
+        # "the door to the hallway", "the bottle of water": which one
+        which, _ = _noun_phrase(rest[1:])
+        if which is not None:
+            subject.quals = (*quals, which.head)
+            for i, f in enumerate(extra):
+                if f.subject == head and f.qualifiers == quals:
+                    extra[i] = Fact(f.subject, f.attribute, f.words, f.number, f.dimension,
+                                    f.op, f.negated, subject.quals, f.start, f.end, f.weak)
     return subject, extra
 
 
@@ -441,7 +456,9 @@ def _clause_facts(
     toks = clause.tokens
     facts: list[Fact] = []
     label_subject = None
-    if clause.label and clause.label[0].low not in lx.LOCATIVE:
+    if clause.label and clause.label[0].low not in lx.LOCATIVE and _find_verb(
+        clause.label, False
+    ) is None:  # "washer status:" names a thing; "you see:" does not
         label_subject, extra = _noun_phrase(
             [t for t in clause.label if t.low not in lx.COPULAS])
         facts.extend(extra)
@@ -678,6 +695,9 @@ def _fragment(
     facts.extend(extra)
     if phrase is not None and (phrase.head in _NOT_STATES or phrase.head in lx.TEMPORAL):
         phrase = None  # "First," "Then," open a clause; they are not a thing
+    if phrase is not None:  # a thing named on its own ("a battery" in a list) is there
+        facts.append(Fact(phrase.head, HAS, (), qualifiers=phrase.quals, start=phrase.start,
+                          end=phrase.end, weak=True))
     place = clause_place(place_label)
     if phrase is not None and place is not None:
         # "On the counter is: a bowl": the bowl is there

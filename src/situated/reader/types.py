@@ -20,6 +20,9 @@ AMOUNT = "amount"
 """A quantity with no verb or adjective of its own: "a 40 dollar limit"."""
 NAME = "name"
 """What a thing is called: "a substance called soap", "this room is called the kitchen"."""
+ASPECT = "of:"
+"""Prefix of an aspect a modifier gives one value of ("a plane with a cloth surface":
+plane / of:surface / (cloth,); "a tree in the seedling stage": tree / of:stage)."""
 ORDER = "order"
 """Order in time: subject is the earlier event, words the later one."""
 EXCLUSIVE = frozenset({WHERE, CODE, NAME})
@@ -84,7 +87,7 @@ class Fact(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
         who = " ".join((*self.qualifiers[-1:], self.subject))
         if self.attribute in (STATE, AMOUNT):
             return who
-        return f"{who} {self.attribute}"
+        return f"{who} {self.attribute.removeprefix(ASPECT)}"
 
     def value_text(self) -> str:
         """The value as written in a verdict: "running", "not running", "97 %", "> 90 %"."""
@@ -118,5 +121,5 @@ class Reading(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
         return not self.facts and not self.conditions
 
 
-__all__ = ["AMOUNT", "CODE", "EXCLUSIVE", "HAS", "NAME", "ORDER", "STATE", "WHERE", "Fact",
-           "Reading"]
+__all__ = ["AMOUNT", "ASPECT", "CODE", "EXCLUSIVE", "HAS", "NAME", "ORDER", "STATE", "WHERE",
+           "Fact", "Reading"]
