@@ -115,9 +115,9 @@ def _is_verb(toks: Sequence[Token], j: int, in_pp: bool) -> bool:
         return False  # two verbs in a row: this one is the subject's head ("plate sits")
     # a base form that can be a noun after a noun is a compound ("name brand"), unless the
     # noun before it is plural ("the logs take")
-    if _nounish(t.low) and not _inflected(t.low) and prev.low not in lx.PRONOUNS and not (
-        prev.kind == "word" and prev.low.endswith("s") and _nounish(prev.low)
-    ):
+    if _nounish(t.low) and not _inflected(t.low) and _nounish(prev.low) and _content(
+        prev
+    ) and not (prev.kind == "word" and prev.low.endswith("s")):
         return False
     if lx.can_be(t.low, "ADJ") and not _inflected(t.low) and (
         last or (nxt is not None and (nxt.kind == "punct" or nxt.low in lx.PREPOSITIONS))
@@ -145,6 +145,8 @@ def _verb_first(toks: Sequence[Token]) -> bool:
     if any(x.low in lx.COPULAS for x in toks[1:]):
         return False  # "Host web-03 disk is ..."
     nxt = toks[1]
+    if not _nounish(t.low) and not lx.can_be(t.low, "ADJ") and not _inflected(t.low):
+        return True  # "apply patch A": a base-form verb that cannot be a noun
     if not _inflected(t.low) and nxt.kind == "word" and nxt.low.endswith("s") and _nounish(
         nxt.low
     ) and not lx.can_be(t.low, "ADJ"):

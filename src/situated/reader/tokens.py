@@ -81,6 +81,8 @@ def tokenize(text: str) -> tuple[Token, ...]:
                 out.append(Token(t[len(base):], "'" + tail, "word", cut, e))
                 continue
             kind = "code" if _CODE_SHAPE.search(t) else "word"
+            if t == "A" and out and out[-1].kind == "word":
+                kind = "code"  # "patch A", "unit A": a label, not the article
             out.append(Token(t, low, kind, s, e))
         elif t in "$€£¥%°":
             out.append(Token(t, t, "sym", s, e))
