@@ -71,7 +71,7 @@ def test_a_fact_written_as_text_supersedes_by_its_read_subject(mem: Memory) -> N
 
 def test_a_fact_with_no_readable_subject_still_needs_a_key(mem: Memory) -> None:
     with pytest.raises(InvalidInput) as err:
-        mem.add("Recycling happens.", principal=ME, kind="fact")
+        mem.add("Check it twice before you leave.", principal=ME, kind="fact")
     assert err.value.field == "entity"
 
 

@@ -24,6 +24,7 @@ from situated.reader.types import (
     ASPECT,
     CODE,
     HAS,
+    IS,
     NAME,
     ORDER,
     STATE,
@@ -142,8 +143,11 @@ def _verb_first(toks: Sequence[Token]) -> bool:
         return False
     if len(toks) == 1:
         return (not _nounish(t.low) and not lx.can_be(t.low, "ADJ")) or _inflected(t.low)
-    if any(x.low in lx.COPULAS for x in toks[1:]):
-        return False  # "Host web-03 disk is ..."
+    if any(x.low in lx.COPULAS for x in toks[1:]) or any(
+        x.low in lx.AUXILIARIES and (toks[j].kind == "code" or _nounish(toks[j].low))
+        for j, x in enumerate(toks[1:-1], start=0) if j
+    ):
+        return False  # "Host web-03 disk is ...", "Order ORTAND-88 has shipped"
     nxt = toks[1]
     if not _nounish(t.low) and not lx.can_be(t.low, "ADJ") and not _inflected(t.low):
         return True  # "apply patch A": a base-form verb that cannot be a noun
@@ -350,6 +354,8 @@ def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | Non
             found = lx.unit(toks[k - 1].low)
             if found:
                 dim, factor = found
+        if dim == "clock" and toks[k + 1].low.startswith("p") and value < 12:
+            value += 12  # "2pm" is 14 h
         measure = verb or AMOUNT
         after = k + 1 + n
         noun_after: _Subject | None = None
@@ -555,6 +561,14 @@ def _clause_facts(
             if place is not None:
                 facts.append(Fact(head, WHERE, (place.head, *place.quals), negated=negated,
                                   qualifiers=quals, start=subject.start, end=place.end))
+                return facts, subject, None
+        if len(rest) > 1 and rest[0].low in ("a", "an", "the") and not any(
+            t.kind == "number" for t in rest
+        ):
+            what, _ = _noun_phrase(rest)  # "Priya is the lead": what she is
+            if what is not None and _nounish(what.head.split()[-1]):
+                facts.append(Fact(head, IS, (what.head, *what.quals), negated=negated,
+                                  qualifiers=quals, start=subject.start, end=what.end))
                 return facts, subject, None
         if rest and rest[0].low in _PARTICLES and len(rest) > 1 and rest[1].low == "of":
             rest = (rest[0], *rest[2:])  # "out of stock" -> out stock

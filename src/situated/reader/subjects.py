@@ -22,7 +22,7 @@ from typing import NamedTuple
 from situated.reader import lexicon as lx
 from situated.reader.parse import read
 from situated.reader.tokens import Token, tokenize
-from situated.reader.types import AMOUNT, CODE, WHERE
+from situated.reader.types import AMOUNT, CODE, IS, NAME, STATE, WHERE
 
 PREFERENCE_VERBS = {
     "prefer": True, "favor": True, "favour": True,
@@ -59,10 +59,7 @@ def _preference(toks: tuple[Token, ...]) -> Key | None:
     for i, t in enumerate(words):
         verb = lx.lemma(t.low, "VERB")
         if t.low in ("favorite", "favourite") and i + 1 < len(words):
-            topic = lx.lemma(words[i + 1].low, "NOUN")
-            rest = [w.low for w in words[i + 2:] if w.low not in lx.COPULAS
-                    and w.low not in lx.DETERMINERS]
-            return Key("user", f"prefers:{topic}", " ".join(rest) or topic, True)
+            return _favourite(toks, t)
         if verb not in PREFERENCE_VERBS or not lx.can_be(t.low, "VERB"):
             continue
         before = [w.low for w in words[:i] if w.low not in lx.DETERMINERS
@@ -100,16 +97,50 @@ def _preference(toks: tuple[Token, ...]) -> Key | None:
     return None
 
 
+def _favourite(toks: tuple[Token, ...], at: Token) -> Key | None:
+    """"My favourite language is Java" / "Rust is now my favourite language": the topic is
+    the noun after favourite, the value the other side of the copula (one sentence)."""
+    sentence: list[Token] = []
+    for t in toks:
+        if t.kind == "punct" and t.low in ".;!?\n":
+            if at in sentence:
+                break
+            sentence = []
+            continue
+        sentence.append(t)
+    i = sentence.index(at)
+    after = [t for t in sentence[i + 1:] if t.kind in ("word", "code")]
+    cop = next((j for j, t in enumerate(after) if t.low in lx.COPULAS), None)
+    topic_words = after[:cop] if cop is not None else after[:1]
+    if not topic_words:
+        return None
+    topic = lx.lemma(topic_words[-1].low, "NOUN")
+    if cop is not None:  # "favourite language is Java"
+        value = [t.low for t in after[cop + 1:] if t.low not in lx.DETERMINERS
+                 and t.low not in lx.ADVERBS]
+    else:  # "Rust is now my favourite language"
+        before = sentence[:i]
+        c = next((j for j, t in enumerate(before) if t.low in lx.COPULAS), len(before))
+        value = [t.low for t in before[:c] if t.kind in ("word", "code")
+                 and t.low not in lx.DETERMINERS]
+    return Key("user", f"prefers:{topic}", " ".join(value[:6]) or topic, True)
+
+
 def _fact(text: str) -> Key | None:
     for f in read(text).facts:
         if f.weak or f.subject in lx.PRONOUNS:
             continue
         entity = " ".join((*f.qualifiers[-1:], f.subject))
-        if f.attribute in (WHERE, CODE) and f.words:
+        if f.attribute in (WHERE, CODE, NAME) and f.words:
             return Key(entity, f.attribute, " ".join(f.words), True)
         if f.number is not None:
             measure = f.attribute if f.attribute != AMOUNT else f.dimension
             return Key(entity, measure, f.value_text(), True)
+        if f.attribute == IS and f.words:
+            # "Priya is the lead" then "Sam is now the lead": who the lead is
+            return Key(f.words[0], "who", entity, True)
+        if f.attribute == STATE and f.words:
+            return Key(entity, STATE, " ".join(f.words), True)
     return None
 
 

@@ -18,6 +18,8 @@ CODE = "code"
 """An identifier or code: "error E24", "version 2.3.1", "host web-03"."""
 AMOUNT = "amount"
 """A quantity with no verb or adjective of its own: "a 40 dollar limit"."""
+IS = "is"
+"""What a thing is (a noun after a copula and an article): "Priya is the lead"."""
 NAME = "name"
 """What a thing is called: "a substance called soap", "this room is called the kitchen"."""
 ASPECT = "of:"
@@ -45,6 +47,8 @@ def show_amount(number: float, dimension: str) -> str:
                      if abs(number / size - round(number / size)) < 1e-9]
             size, name = (whole or fits)[0]  # the largest unit that gives a whole number
             return f"{number / size:.4g} {name}"
+    if dimension == "clock":
+        return f"{int(number):02d}:{round(number % 1 * 60):02d}"
     if dimension.startswith("money:"):
         return f"{number:g} {dimension[6:].upper()}"
     if dimension.startswith(("count:", "temperature:")):
@@ -121,5 +125,5 @@ class Reading(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
         return not self.facts and not self.conditions
 
 
-__all__ = ["AMOUNT", "ASPECT", "CODE", "EXCLUSIVE", "HAS", "NAME", "ORDER", "STATE", "WHERE",
+__all__ = ["AMOUNT", "ASPECT", "CODE", "EXCLUSIVE", "HAS", "IS", "NAME", "ORDER", "STATE", "WHERE",
            "Fact", "Reading"]
