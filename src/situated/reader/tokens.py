@@ -49,7 +49,10 @@ def _number(text: str) -> float | None:
         return None
     if text.count(".") > 1:
         return None
-    return float(text)
+    try:
+        return float(text)
+    except ValueError:  # digits of another script float() does not read
+        return None
 
 
 @lru_cache(maxsize=4096)
@@ -63,11 +66,11 @@ def tokenize(text: str) -> tuple[Token, ...]:
         if first == "\n":
             out.append(Token("\n", "\n", "punct", s, e))
             continue
-        if first.isdigit():
+        if first.isdecimal():
             value = _number(t)
             kind = "number" if value is not None else "code"
             out.append(Token(t, t.lower(), kind, s, e, value))
-        elif first.isalpha():
+        elif first.isalpha() or first.isdigit():
             low = t.lower().replace("’", "'")
             if low.endswith("n't") and len(low) > 3:
                 base = low[:-3]
