@@ -103,10 +103,11 @@ def test_plan_and_failure_lessons_parse_from_the_rules_distillers_wording() -> N
         "episode_id": "e1", "task": "turn on the red light bulb", "namespace": "sw",
         "steps": [
             {"observation": "hall", "facts": {"location": "hallway"},
-             "action": "open door to workshop", "result": "The door is now open."},
+             "action": "open door to workshop", "result": "The door is now open.",
+             "reward": 0.5},
             {"observation": "hall", "facts": {"location": "hallway"},
              "action": "focus on red light bulb",
-             "result": "You focus on it. [score 50 -> -100: the task failed]"},
+             "result": "You focus on it. [score 50 -> -100: the task failed]", "reward": -1.0},
         ],
         "outcome": {"success": True, "reward": 1.0},
     })
