@@ -139,11 +139,13 @@ class Distiller(Protocol):
     def distill(self, trajectory: Trajectory) -> list[LessonDraft]: ...
 
 
-_FAIL_WORDS = re.compile(
+FAIL_WORDS = re.compile(
     r"\b(fail(?:ed|s|ure)?|error|cannot|can't|unable|nothing happens|no effect|invalid|"
     r"not possible|denied|wrong)\b",
     re.I,
 )
+"""Words that say an action failed; read only in the answer to an action of a trajectory
+without rewards (`says_failed`)."""
 _FIRST_SENTENCE = re.compile(r"\s*(.*?(?:[.!?](?=\s|$)|\n\s*\n|$))", re.S)
 
 
@@ -157,7 +159,7 @@ def _answer(result: str) -> str:
 def says_failed(result: str) -> bool:
     """Whether the answer to an action reads as a failure (the fallback for trajectories that
     carry no reward: only the first sentence of the result is read)."""
-    return bool(_FAIL_WORDS.search(_answer(result)))
+    return bool(FAIL_WORDS.search(_answer(result)))
 
 
 def failed_steps(trajectory: Trajectory) -> list[int]:
