@@ -179,6 +179,7 @@ def test_tiny_real_run_pools_agent_seeds_and_learns_no_failure_from_words(
     rec = result["compiled_recall"]
     assert rec["consults"] == sum(r["consults"] for r in rows if r["arm"] == "compiled")
     assert rec["other_world_plans_applicable"] == rec["served"].get("plan APPLICABLE", 0)
+    assert rec["other_world_plans_served"] >= rec["other_world_plans_applicable"]
     assert set(result["per_shape"]) == {"tiny"}
     trajs = [Trajectory.model_validate(json.loads(line)) for line in (
         tmp_path / "out" / "textworld-custom-train-trajectories.jsonl").read_text().splitlines()]

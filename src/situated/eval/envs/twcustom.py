@@ -25,7 +25,8 @@ is its own reading; `states="parsed"` adds what the cooking reader `twparse` rea
 location, in these games), as a comparison row. Each step's reward is the score after it.
 
 Metrics as in `twarms`, pooled and per shape; plus how many plans were served `APPLICABLE`
-(every train plan comes from another world; the target is none), and, in the train
+(every train plan comes from another world; the target is none) and served at all (any
+verdict the agent acts on), and, in the train
 trajectories, how many steps that did not fail (their reward did not fall) have a failure word
 anywhere in their text (what the rules distiller before version 5 read as failures).
 """
@@ -293,6 +294,8 @@ def run_textworld_custom(
         "compiled_recall": {
             "consults": consults, "modes": dict(modes), "served": dict(served),
             "other_world_plans_applicable": served.get("plan APPLICABLE", 0),
+            "other_world_plans_served": sum(n for k, n in served.items()
+                                            if k.startswith("plan ")),
             "rejections": dict(rejections.most_common()),
         },
         "episodes": [e.row() | {"shape": shape_of[e.game]} for e in episodes],
@@ -316,7 +319,8 @@ def tables(result: dict[str, Any]) -> list[Table]:
         f"{cfg['step_cap']} steps, states {cfg['states']}",
         caption=f"95% intervals (Wilson for rates, bootstrap for means), paired by game and "
         f"seed. Plans from another world served APPLICABLE: "
-        f"{rec['other_world_plans_applicable']} in {rec['consults']} consultations. Wall "
+        f"{rec['other_world_plans_applicable']} (served at all: "
+        f"{rec['other_world_plans_served']}) in {rec['consults']} consultations. Wall "
         f"{wall['total']:.0f}s (games {wall['games']:.0f}s, memory {wall['build']:.0f}s, "
         f"eval {wall['eval']:.0f}s).",
     )
