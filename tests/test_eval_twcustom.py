@@ -127,16 +127,17 @@ needs_textworld = pytest.mark.skipif(unavailable_reason() is not None,
 
 @pytest.fixture(scope="module")
 def games(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two train and one test game of the smallest shape, generated once by `tw-make custom`."""
+    """One train and one test game of the smallest shape, generated once by `tw-make custom`
+    (fixed seeds)."""
     cache = tmp_path_factory.mktemp("tw-custom")
-    make_games(make_config(True, shapes=["tiny"], train_games=2, test_games=1), cache)
+    make_games(make_config(True, shapes=["tiny"], train_games=1, test_games=1), cache)
     return cache
 
 
 @pytest.mark.slow
 @needs_textworld
 def test_states_are_the_games_text_alone_unless_parsed_is_asked(games: Path) -> None:
-    cfg = make_config(True, shapes=["tiny"], train_games=2, test_games=1)
+    cfg = make_config(True, shapes=["tiny"], train_games=1, test_games=1)
     path = sorted(games.glob("*-test-*.z8"))[0]
     seen: list[State] = []
 
@@ -164,7 +165,7 @@ def test_states_are_the_games_text_alone_unless_parsed_is_asked(games: Path) -> 
 def test_tiny_real_run_pools_agent_seeds_and_learns_no_failure_from_words(
     tmp_path: Path, games: Path
 ) -> None:
-    result = run_textworld_custom(False, tmp_path / "out", shapes=["tiny"], train_games=2,
+    result = run_textworld_custom(False, tmp_path / "out", shapes=["tiny"], train_games=1,
                                   test_games=1, agent_seeds=[0, 1], step_cap=25,
                                   embedder="hash", cache_dir=games)
     assert sorted(p.name for p in games.glob("*.z8")) == sorted(
