@@ -111,3 +111,19 @@ def test_explain_shows_what_was_read_and_where(mem: Memory) -> None:
     assert "present, as read: replica lag: 280 s (read from 'replica lags 280 seconds')" \
         in explained
     assert b.to_dict()["read"]
+
+
+@pytest.mark.parametrize("fact, now", [
+    ("Coffee beans at CornerMart cost 12 dollars a bag.",
+     "The shelf label says the coffee beans cost 15 dollars a bag."),
+    ("The milk is kept in the fridge door.",
+     "The milk carton is standing on the counter, not in the fridge."),
+    ("checkout-api runs 3 replicas in production.",
+     "Sale traffic is rising; the dashboard shows checkout-api with 6 replicas."),
+])
+def test_a_fact_written_as_text_is_contradicted_by_what_the_present_says(
+    mem: Memory, fact: str, now: str
+) -> None:
+    rec = mem.add(fact, principal=ME, namespace="runbook", kind="note")
+    _, rejected, _ = _recall(mem, now)
+    assert rejected[rec.id].reason is RejectionReason.CONTRADICTED

@@ -482,5 +482,29 @@ def _sign(x: float) -> int:
     return (x > 0) - (x < 0)
 
 
-__all__ = ["MISSING", "OPPOSED", "OTHER", "SAME", "Check", "Judgement", "checkable", "judge",
-           "relate"]
+def contradiction(memory: Reading, now: Reading) -> str:
+    """What the present states against a memory that asserts facts (a fact or a note), as a
+    message; "" when nothing disagrees. An asserted value is exact: another amount (beyond
+    rounding), place, code, name or holder, or an opposite state, contradicts it."""
+    index = _index(now.facts)
+    for f in memory.facts:
+        if f.weak or not checkable(f):
+            continue
+        found = _best(f, index.about(f))
+        if found is None:
+            continue
+        if f.number is not None and found.number is not None:
+            if f.op == "==" and found.op == "==" and abs(f.number - found.number) > 0.01 * max(
+                abs(f.number), abs(found.number)
+            ):
+                return (f"memory says {f.label()} {f.value_text()}, the present says "
+                        f"{found.value_text()}")
+            continue
+        if relate(f, found) == OPPOSED:
+            return (f"memory says {f.label()}: {f.value_text()}, the present says "
+                    f"{found.value_text()}")
+    return ""
+
+
+__all__ = ["MISSING", "OPPOSED", "OTHER", "SAME", "Check", "Judgement", "checkable",
+           "contradiction", "judge", "relate"]

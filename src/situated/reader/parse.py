@@ -87,8 +87,9 @@ def _inflected(word: str) -> bool:
 
 
 def _nounish(word: str) -> bool:
+    """Can the word be a noun? A word the lexicon does not know is taken for a name."""
     tags = lx.tags(word)
-    return any(p in tags for p in _NOUNISH)
+    return any(p in tags for p in _NOUNISH) or not tags
 
 
 def _is_verb(toks: Sequence[Token], j: int, in_pp: bool) -> bool:
@@ -223,7 +224,7 @@ def _noun_phrase(toks: Sequence[Token]) -> tuple[_Subject | None, list[Fact]]:
         if t.text in ("A", "I") and i == len(toks) - 1:
             core.append(t)  # a name: "patch A"
             continue
-        if t.low in ("no", "none", "neither") and not core:
+        if t.low in ("no", "none", "neither", "not") and not core:
             negated = True
             continue
         if t.low in lx.DETERMINERS and not core:
@@ -380,6 +381,14 @@ def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | Non
             noun = _noun_lemma(toks[k - 2].low)
             owner = _Subject(noun, (subject.head,) if subject else (), False,
                              toks[k - 2].start, toks[k - 2].end)
+            measure = AMOUNT
+        elif not fragment and k >= 2 and toks[k - 1].low in ("with", "at") and (
+            toks[k - 2].kind == "code" or _nounish(toks[k - 2].low)
+        ) and subject is not None and toks[k - 2].low != subject.head:
+            # "the dashboard shows checkout-api with 6 replicas": checkout-api's replicas
+            noun = toks[k - 2].low if toks[k - 2].kind == "code" else _noun_lemma(
+                toks[k - 2].low)
+            owner = _Subject(noun, (), False, toks[k - 2].start, toks[k - 2].end)
             measure = AMOUNT
         elif fragment:
             owner = noun_after if noun_after is not None and (
@@ -538,6 +547,11 @@ def _clause_facts(
             obj, _ = _noun_phrase(rest)
             action = " ".join([verb, *((obj.head,) if obj else ())])
         return facts, carried, action
+    if verb in REPORTING and len(toks) - k > 1:
+        said = toks[k + 1:] if toks[k].low == "that" else toks[k:]
+        inner, _, _ = _clause_facts(Clause(tuple(said), "", clause.sentence), subject)
+        facts.extend(inner)  # "the label says the beans cost 15 dollars": what it says
+        return facts, subject, None
     quantities, used = _quantities(toks[k:], subject, verb if not linking else None, negated)
     if v and not quantities and _noun_phrase(toks[:v])[0] is None:
         quantities, used = _quantities(toks[:v], subject, None, negated)  # "of which 20% is"
@@ -589,6 +603,12 @@ def _clause_facts(
             facts.append(Fact(head, STATE, tuple(words), negated=negated != neg2,
                               qualifiers=quals, start=subject.start,
                               end=rest[end - 1].end if end else subject.end))
+            if end < len(rest) - 1 and rest[end].low in lx.LOCATIVE:
+                place, _ = _noun_phrase(rest[end + 1:])  # "is standing on the counter"
+                if place is not None:
+                    facts.append(Fact(head, WHERE, (place.head, *place.quals),
+                                      negated=negated, qualifiers=quals, start=subject.start,
+                                      end=place.end))
             if _participle(rest[0]) and rest[0].low.endswith("ed") and len(words) > 1:
                 # "the metal pot is picked up": something was done to it, an event
                 return facts, subject, f"{lx.lemma(rest[0].low, 'VERB')} {head}"
@@ -599,11 +619,6 @@ def _clause_facts(
     if verb is None:
         return facts, subject, None
     end_tok = toks[k - 1]
-    if verb in REPORTING and len(rest) > 1:
-        said = rest[1:] if rest[0].low == "that" else rest
-        inner, _, _ = _clause_facts(Clause(tuple(said), "", clause.sentence), subject)
-        facts.extend(inner)
-        return facts, subject, None
     if rest and rest[0].low in _PARTICLES and (len(rest) == 1 or rest[1].kind == "punct"):
         facts.append(Fact(head, STATE, (rest[0].low,), negated=negated, qualifiers=quals,
                           start=subject.start, end=rest[0].end))
@@ -667,6 +682,13 @@ def _fragment(
         phrase, _ = _noun_phrase(toks[:at])  # "a flower pot 3 (containing ...)"
         return facts, label or phrase or carried, None
     first = toks[0].low
+    owner = label or carried
+    if first == "not" and len(toks) > 2 and toks[1].low in lx.LOCATIVE and owner is not None:
+        place, _ = _noun_phrase(toks[2:])  # "..., not in the fridge"
+        if place is not None:
+            facts.append(Fact(owner.head, WHERE, (place.head, *place.quals), negated=True,
+                              qualifiers=owner.quals, start=toks[0].start, end=place.end))
+            return facts, owner, None
     if first in ("no", "none", "without") or first in _PLENTY or (
         first in lx.YES or first in lx.NO
     ):

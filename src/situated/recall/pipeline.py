@@ -186,7 +186,7 @@ def judge_stage(r: Recall) -> None:
             numbers["state_similarity"] = state_sim
         r.trace.append(StageTrace(rec.id, stage, recon.verdict.value, numbers, recon.detail))
         # 5 validate
-        checked = validate(recon, rec, state, policy, analysis)
+        checked = validate(recon, rec, state, policy, analysis, present_reading)
         if checked is not recon:
             r.trace.append(
                 StageTrace(rec.id, "validate", checked.verdict.value, {}, checked.detail))
