@@ -119,7 +119,9 @@ def _is_verb(toks: Sequence[Token], j: int, in_pp: bool) -> bool:
     # noun before it is plural ("the logs take")
     if _nounish(t.low) and not _inflected(t.low) and _nounish(prev.low) and _content(
         prev
-    ) and not (prev.kind == "word" and prev.low.endswith("s")):
+    ) and not (prev.kind == "word" and prev.low.endswith("s")) and not (
+        in_pp and nxt is not None and (nxt.kind == "number" or nxt.low in lx.DETERMINERS)
+    ):  # (after a place, "beans at CornerMart cost 12 dollars": the verb)
         return False
     if lx.can_be(t.low, "ADJ") and not _inflected(t.low) and (
         last or (nxt is not None and (nxt.kind == "punct" or nxt.low in lx.PREPOSITIONS))
