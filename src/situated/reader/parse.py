@@ -272,7 +272,10 @@ def _noun_phrase(toks: Sequence[Token]) -> tuple[_Subject | None, list[Fact]]:
             # "a plane with a cloth surface": its surface is cloth
             extra.append(Fact(head, ASPECT + part.head, part.quals, qualifiers=quals,
                               start=rest[0].start, end=part.end))
-    elif len(rest) > 1 and rest[0].low in ("to", "of", "for") and rest[1].low in lx.DETERMINERS:
+    elif len(rest) > 1 and rest[0].low in ("to", "of", "for") and (
+        rest[1].low in lx.DETERMINERS or (rest[0].low == "of" and _nounish(rest[1].low)
+                                          and rest[1].low.endswith("s"))
+    ):
         # "the door to the hallway", "the bottle of water": which one
         which, _ = _noun_phrase(rest[1:])
         if which is not None:
@@ -491,7 +494,7 @@ def _clause_facts(
                               qualifiers=thing.quals, start=toks[0].start, end=thing.end))
             facts.extend(extra)
         return facts, thing or carried, None
-    v = _find_verb(toks, verb_first=not clause.label)
+    v = _find_verb(toks, verb_first=label_subject is None)
     if v is None:
         return _fragment(toks, label_subject, carried, facts,
                          coordinated=clause.marker in ("and", "or", "but"),
