@@ -55,11 +55,6 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
                 item, RejectionReason.CONDITION_FAILED, ev.failed_detail,
                 matched=ev.matched, mismatched=ev.mismatched, unknown=ev.unknown,
             )
-    if rec.kind is _PREFERENCE and item.present_reading is not None and (
-        item.present_reading.question == "fact"
-    ):
-        return _reject(item, RejectionReason.LOW_EXPECTED_UTILITY,
-                       "a preference is not evidence on a question of fact")
     src = rec.source.state
     floor = item.relevance_floor
     irrelevant = floor is not None and item.content_similarity < floor
@@ -72,6 +67,11 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
             f"not relevant: content similarity {item.content_similarity:.2f} below the "
             f"floor {floor:.2f} of {item.embedder.split(':')[0]}",
         )
+    if rec.kind is _PREFERENCE and item.present_reading is not None and (
+        item.present_reading.question == "fact"
+    ):
+        return _reject(item, RejectionReason.LOW_EXPECTED_UTILITY,
+                       "a preference is not evidence on a question of fact")
     if ev is not None and ev.missing:
         return _insufficient(
             item, ev.cannot_check, matched=ev.matched, unknown=ev.unknown,
