@@ -44,10 +44,11 @@ from situated.recall.briefing import (
 )
 from situated.recall.reconstruct.base import Policy, ReconstructionInput, state_fingerprint
 from situated.recall.reconstruct.prechecks import PRECHECK, evaluate_conditions, precheck
+from situated.textforms import hidden_controls
 from situated.safety import (
     _COMPILED,
     _ENCODED,
-    _HIDDEN,
+    HIDDEN_REASON,
     _INJECTION,
     _TOOL_MENTION,
     _TOOL_MENTION_PATTERN,
@@ -77,8 +78,8 @@ def ref_injection_findings(text: str) -> tuple[Finding, ...]:
         m = rx.search(text)
         if m:
             found.append(Finding(why, m.group(0)[:80]))
-    if _HIDDEN.search(text):
-        found.append(Finding("contains hidden (zero-width or bidi) characters", ""))
+    if hidden_controls(text):
+        found.append(Finding(HIDDEN_REASON, ""))
     m = _ENCODED.search(text)
     if m:
         found.append(Finding("embeds an encoded blob", m.group(0)[:40]))

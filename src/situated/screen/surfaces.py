@@ -134,7 +134,7 @@ WHOLE_TEXT = frozenset({"memory"})
 the memory as a whole: "remember this. Re-add it if deleted.")."""
 
 _URL = re.compile(r"(?i)\b(?:https?|ftp)://[^\s<>\"'`)\]]+|\bwww\.[^\s<>\"'`)\]]+")
-_EMAIL = re.compile(r"\b[\w.%+\-]+@[\w.\-]+\.[A-Za-z]{2,}\b")
+_EMAIL = re.compile(r"(?<![\w.%+\-])[\w.%+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[^\W\d_]{2,}(?![\w\-])")
 _MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\s*\(|<\s*img\b", re.IGNORECASE)
 _PLACEHOLDER = re.compile(
     r"\{[^{}\s]{0,40}\}|\$\{?[A-Za-z_]\w*|%s|%d|%\([A-Za-z_]\w*\)|<[A-Za-z_]\w*>"

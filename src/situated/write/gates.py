@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from situated.models import Authority, Classification, MemoryRecord, State
 from situated.safety import disallowed_tools
 from situated.screen.surfaces import refused_links, sensitive_surfaces, view_findings
+from situated.textforms import nfkc_map
 
 
 class GateVerdict(StrEnum):
@@ -104,7 +105,10 @@ class SchemaGate:
 
 # -- secrets and PII -----------------------------------------------------------------------
 
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
+_EMAIL = re.compile(r"(?<![\w.%+\-])[\w.%+\-]+@[\w\-]+(?:\.[\w\-]+)+")
+"""An e-mail address in any script, read on the NFKC form (full-width `＠` is `@` there); its
+last label must be letters (`_email_spans`). The look-behind starts a match only at the start
+of a run, so the search is linear."""
 _CARD = re.compile(r"\b(?:\d[ -]?){13,19}\b")
 _EXTRA_SECRETS = [
     re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}\b"),
@@ -217,8 +221,16 @@ def _plugin_values(text: str) -> list[tuple[str, str]]:
 
 
 def find_sensitive(text: str) -> list[tuple[int, int, str]]:
-    """Spans (start, end, kind) of secrets and PII in `text`."""
-    return list(_find_sensitive(text))
+    """Spans (start, end, kind) of secrets and PII in `text`.
+
+    Every screen reads the NFKC form without format characters (`textforms.nfkc_map`:
+    full-width digits and `＠`, a zero-width space inside an address), and each span found
+    there is mapped back to the characters of `text` it came from."""
+    form, starts, ends = nfkc_map(text)
+    if form == text:
+        return list(_find_sensitive(text))
+    spans = [(starts[s], ends[e - 1], k) for s, e, k in _find_sensitive(form) if e > s]
+    return _merge(spans)
 
 
 @lru_cache(maxsize=16_384)
@@ -244,14 +256,27 @@ def _find_sensitive(text: str) -> tuple[tuple[int, int, str], ...]:
                     spans.append((m.start(3), m.end(3), "secret"))
             else:
                 spans.append((m.start(), m.end(), "secret"))
-    for m in _EMAIL.finditer(text):
-        spans.append((m.start(), m.end(), "email"))
+    spans.extend(_email_spans(text))
     for m in _CARD.finditer(text):
         digits = re.sub(r"\D", "", m.group(0))
         if 13 <= len(digits) <= 19 and _luhn(digits):
             spans.append((m.start(), m.end(), "card"))
     spans.extend(_phones(text))
     return tuple(_merge(spans))
+
+
+def _email_spans(text: str) -> list[tuple[int, int, str]]:
+    """E-mail addresses: `_EMAIL`, cut after the last label that is two letters or more
+    (`a@b.fr.2024` is `a@b.fr`); none when no label after the first qualifies."""
+    out = []
+    for m in _EMAIL.finditer(text):
+        local, _, domain = m.group(0).partition("@")
+        labels = domain.split(".")
+        while len(labels) > 1 and not (len(labels[-1]) >= 2 and labels[-1].isalpha()):
+            labels.pop()
+        if len(labels) > 1:
+            out.append((m.start(), m.start() + len(local) + 1 + len(".".join(labels)), "email"))
+    return out
 
 
 def _looks_secret(separator: str, value: str) -> bool:
