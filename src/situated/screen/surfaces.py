@@ -32,7 +32,8 @@ from situated.names import skeleton
 from situated.safety import allow_list, denied_tools, injection_findings, tool_mentions
 from situated.screen.normalise import decoded_views, normalise
 
-SURFACES = ("tools", "permissions", "money", "credentials", "outbound", "safety", "memory")
+SURFACES = ("tools", "permissions", "money", "credentials", "identity", "tenants", "outbound",
+            "safety", "memory")
 """The sensitive surfaces, in the order reasons name them."""
 
 _STRONG: dict[str, tuple[str, ...]] = {
@@ -59,6 +60,19 @@ _STRONG: dict[str, tuple[str, ...]] = {
         "sin advertencia", "sans avertissement", "ohne warnung",
     ),
     "memory": ("re-add*", "readd*", "re-insert*", "reinsert*", "re-create it", "recreate it"),
+    "identity": (
+        "identity verification", "identity check*", "id check*", "verify identity",
+        "verify their identity", "kyc", "passport*", "driver's licen*", "drivers licen*",
+        "date of birth", "social security number*", "account owner*", "account holder*",
+        "account email", "account e-mail", "account recovery", "reset the password",
+        "password reset*", "sim swap*", "change the phone number", "identité", "identidad",
+    ),
+    "tenants": (
+        "another customer's", "other customers'", "other customer's", "another tenant*",
+        "other tenant*", "cross-tenant", "someone else's account", "another user's",
+        "other users'", "another account's", "other accounts' data", "all customers' data",
+        "every customer's",
+    ),
 }
 _WEAK: dict[str, tuple[str, ...]] = {
     "permissions": (
@@ -178,6 +192,11 @@ def tool_names(text: str, allowed: Iterable[str] | None) -> set[str]:
 @lru_cache(maxsize=4096)
 def _views(text: str) -> tuple[str, ...]:
     return tuple(v.text for v in decoded_views(normalise(text)))
+
+
+def text_views(text: str) -> tuple[str, ...]:
+    """The normalised text and its decoded views (`normalise.decoded_views`), cached."""
+    return _views(text)
 
 
 def views_cache() -> Any:

@@ -21,7 +21,9 @@ from typing import Any, Protocol
 
 from situated.models import Authority, Classification, MemoryRecord, State
 from situated.safety import disallowed_tools
-from situated.screen.surfaces import refused_links, sensitive_surfaces, view_findings
+from situated.screen.advice import describe, read_advice
+from situated.screen.surfaces import refused_links, view_findings
+from situated.screen.trust import Trust, decide
 from situated.textforms import nfkc_map
 
 
@@ -29,6 +31,9 @@ class GateVerdict(StrEnum):
     """What a gate decided."""
 
     PASS = "pass"
+    PROBATION = "probation"
+    """Passes, on probation: an inferred lesson on a sensitive surface, served unproven until
+    corroborated (`situated.screen.trust`)."""
     REDACTED = "redacted"
     HOLD = "hold"
     REJECT = "reject"
@@ -422,27 +427,34 @@ class SecretsGate:
 
 
 class PoisoningGate:
-    """Holds text that instructs the agent, widens tools, claims authority or hides content.
+    """Holds text that instructs the agent, widens tools, claims authority or a policy, hides
+    content or weakens a control; refuses what asks to decode and run something.
 
     Besides the patterns of `situated.safety`, the content, the action and the source state's
     text are screened by the injection classifier (`situated.screen`, trained on outside
     corpora): a text it holds is held for review, with a reason that names the classifier and
-    its version and never quotes the text.
+    its version and never quotes the text. The fields are also screened joined (a payload
+    split between the content and the action or state reads whole).
 
-    A lesson proposed by an agent (authority `inferred`) that touches a sensitive surface
-    (`situated.screen.surfaces`) is held for review whatever the promotion policy; a link that
-    could carry context out (a URL with a query or template, a markdown image) is refused.
+    `situated.screen.advice` reads what the advice does to a control: a lesson that weakens
+    one, or claims a policy, a policy version, an exemption or a permission (policy comes from
+    the run's `Policy`), is held for a reviewer, whoever wrote it; one that asks the agent to
+    decode and run something is refused. A lesson proposed by an agent (authority `inferred`)
+    that touches a sensitive surface is held or put on probation (`situated.screen.trust`); a
+    link that could carry context out (a URL with a query or template, a markdown image) is
+    refused.
     """
 
     name = "poisoning"
-    version = "2"
+    version = "3"
 
     def check(self, rec: MemoryRecord, ctx: GateContext) -> tuple[MemoryRecord, GateResult]:
         reasons: list[str] = []
-        texts = [rec.content, rec.source.action or ""]
-        for text in texts:
-            reasons.extend(view_findings(text))
         state_text = rec.source.state.text if rec.source.state is not None else ""
+        texts = [rec.content, rec.source.action or ""]
+        joined = " ".join(t for t in (*texts, state_text) if t)
+        for text in (*texts, joined):
+            reasons.extend(view_findings(text))
         reasons.extend(classifier_reasons(
             {"content": rec.content, "action": rec.source.action or "",
              "source state": state_text}
@@ -457,16 +469,34 @@ class PoisoningGate:
         if rec.authority >= ctx.policy.review_authority:
             reasons.append(f"claims authority {rec.authority.label}, which needs review")
         refused = [r for t in texts for r in refused_links(t)]
+        advice = read_advice(joined)
+        if advice.runs_decoded:
+            refused.append("asks the agent to decode something and run or follow it")
         if refused:
             return rec, GateResult(
                 self.name, self.version, GateVerdict.REJECT, tuple(dict.fromkeys(refused))
             )
+        if advice.claims:
+            reasons.append(
+                f"claims {' and '.join(advice.claims)}: policy comes from the run's Policy, "
+                "never from memory (a reviewer may read it; it is never served as guidance)")
+        if advice.weakens:
+            reasons.append(f"weakens a control ({describe(advice)})")
+        probation = ()
         if rec.authority is Authority.INFERRED:
-            touched = sensitive_surfaces(" \n".join(texts), allowed)
-            if touched:
+            decision = decide(texts, allowed)
+            if decision.trust is Trust.HOLD:
                 # held whatever the promotion policy: a held proposal is never promoted
-                reasons.append(f"inferred, touches {'/'.join(touched)}")
-        verdict = GateVerdict.HOLD if reasons else GateVerdict.PASS
+                reasons.extend(r for r in decision.reasons if not advice.weakens
+                               or "weakens" not in r)
+            elif decision.trust is Trust.PROBATION:
+                probation = decision.reasons
+        if reasons:
+            verdict = GateVerdict.HOLD
+        elif probation:
+            verdict, reasons = GateVerdict.PROBATION, list(probation)
+        else:
+            verdict = GateVerdict.PASS
         return rec, GateResult(self.name, self.version, verdict, tuple(dict.fromkeys(reasons)))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,8 +29,9 @@ _MATCHED, _MISMATCHED, _UNKNOWN = Truth.MATCHED, Truth.MISMATCHED, Truth.UNKNOWN
 
 
 def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
-    """Expired, superseded, policy version, conditions, relevance of a memory with nothing to
-    situate it (under the embedder's floor: not relevant), unknown source state, in order."""
+    """Expired, superseded, policy version, conditions, relevance of the content (under the
+    embedder's floor: not relevant, whatever its source state), unknown source state, in
+    order."""
     rec = item.record
     v = rec.validity
     if not (v.valid_from <= as_of < v.valid_until):
@@ -55,10 +57,14 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     src = rec.source.state
     floor = item.relevance_floor
     irrelevant = floor is not None and item.content_similarity < floor
+    # the content is judged for relevance whatever situates it: a source state says when a
+    # lesson applies, not what it is about (one copied from the present would let any content
+    # through), and a memory that is not relevant never asks for facts. A present of a few
+    # words ("billing ticket") says too little to judge a lesson's content by: there the
+    # source state and conditions decide, as they do for a lesson of their own
     situationless = rec.kind is not _LESSON or src is None or src.is_empty
-    # relevance is all there is to judge a memory by when nothing situates it; and a memory
-    # that is not relevant never asks for facts (the briefing would ask for an unrelated one's)
-    if irrelevant and (situationless or (ev is not None and ev.missing)):
+    if irrelevant and (situationless or (ev is not None and ev.missing)
+                       or _says_enough(item.present.text, item.intent)):
         return _reject(
             item, RejectionReason.LOW_EXPECTED_UTILITY,
             f"not relevant: content similarity {item.content_similarity:.2f} below the "
@@ -74,6 +80,16 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
             item, "source state unknown and no conditions: applicability cannot be checked"
         )
     return None
+
+
+MIN_JUDGED_WORDS = 5
+"""Words (of two letters or more) the present's text and intent need for the content of a
+situated lesson to be judged for relevance (issue 32: a copied source state)."""
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def _says_enough(text: str, intent: str) -> bool:
+    return len(_WORD.findall(text)) + len(_WORD.findall(intent)) >= MIN_JUDGED_WORDS
 
 
 def evaluate_conditions(

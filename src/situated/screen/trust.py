@@ -1,0 +1,97 @@
+"""Trust earned, not assumed: what the write gate does with an agent's lesson on a sensitive
+surface, and whether recall serves it as proven guidance or on probation.
+
+A lesson an agent inferred (authority `inferred`) that touches a control, money, credentials,
+identity, safety, permissions or other tenants' data (`surfaces.sensitive_surfaces`, or a control
+that `advice.read_advice` finds acted on) is:
+
+- **held** for review when its reading weakens a control or does not strengthen one (a
+  surface word alone says nothing of what the lesson does to it), or when it touches a surface
+  that carries data out, calls tools or persists itself (`tools`, `outbound`, `memory`);
+- **on probation** when it keeps or strengthens a control and weakens none ("verify the
+  account e-mail before changing the payout card", "never ask for the password"): promoted, but served marked *unproven* and never as the only
+  guidance on its surface (`recall.pipeline` marks it; the briefing says so), until it is
+  corroborated by successes credited by `CORROBORATING_SUCCESSES` recalls' feedback. A
+  reviewer's path is the hold: a held lesson a reviewer promotes is trusted.
+
+The decision is a pure function of the memory's immutable texts, so recall recomputes it (cached
+per text) instead of storing it: what the gate put on probation, recall finds on probation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+from situated.screen.advice import Advice, read_advice
+from situated.screen.surfaces import sensitive_surfaces
+
+CORROBORATING_SUCCESSES = 2
+"""Successes (each credited by one recall's feedback) that end a lesson's probation."""
+ALWAYS_HELD = frozenset({"tools", "outbound", "memory"})
+"""Surfaces that carry data out, call tools or persist the memory: never on probation."""
+
+
+class Trust(StrEnum):
+    """What an inferred lesson on a sensitive surface earns at write."""
+
+    PASS = "pass"
+    """Touches no sensitive surface: the namespace's promotion policy decides."""
+    PROBATION = "probation"
+    HOLD = "hold"
+
+
+@dataclass(frozen=True)
+class TrustDecision:
+    """The decision, the surfaces it is about and the reading behind it."""
+
+    trust: Trust
+    surfaces: tuple[str, ...]
+    advice: Advice
+    reasons: tuple[str, ...] = ()
+
+
+def decide(texts: Iterable[str], allowed_tools: Iterable[str] | None = None) -> TrustDecision:
+    """The decision for an inferred lesson whose texts (content, action) are `texts`."""
+    allowed = None if allowed_tools is None else tuple(sorted(allowed_tools))
+    return _decide(" \n".join(t for t in texts if t), allowed)
+
+
+@lru_cache(maxsize=4096)
+def _decide(text: str, allowed: tuple[str, ...] | None) -> TrustDecision:
+    advice = read_advice(text)
+    touched = sensitive_surfaces(text, allowed)
+    if advice.weakens:
+        touched = (*touched, "control")
+    if not touched:
+        return TrustDecision(Trust.PASS, (), advice)
+    named = "/".join(touched)
+    if advice.weakens:
+        return TrustDecision(Trust.HOLD, touched, advice,
+                             (f"inferred, touches {named} and weakens a control",))
+    kept_out = [s for s in touched if s in ALWAYS_HELD]
+    if kept_out or not advice.strengthens:
+        return TrustDecision(Trust.HOLD, touched, advice, (f"inferred, touches {named}",))
+    return TrustDecision(
+        Trust.PROBATION, touched, advice,
+        (f"inferred, touches {named} and keeps or strengthens a control: on probation (served "
+         f"unproven, never alone on that surface, until {CORROBORATING_SUCCESSES} recalls "
+         "credit it with a success)",))
+
+
+def probation_surfaces(content: str, action: str | None, inferred: bool,
+                       successes: int) -> tuple[str, ...]:
+    """The surfaces a served memory is unproven on (empty: proven guidance)."""
+    if not inferred or successes >= CORROBORATING_SUCCESSES:
+        return ()
+    found = decide((content, action or ""))
+    return found.surfaces if found.trust is Trust.PROBATION else ()
+
+
+def trust_cache() -> list[object]:
+    """The caches keyed by memory text (erasure empties them)."""
+    from situated.screen import advice
+
+    return [_decide, advice._read]
