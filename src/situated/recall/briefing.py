@@ -108,6 +108,9 @@ class GuidanceItem:
     source_state: str
     adaptations: tuple[str, ...] = ()
     tokens: int = 0
+    unproven: tuple[str, ...] = ()
+    """The sensitive surfaces this item is on probation for (`situated.screen.trust`): an
+    agent's lesson not yet corroborated; never act on it alone. Empty: proven guidance."""
 
 
 @quick_init
@@ -231,9 +234,15 @@ class Briefing:
                 + ", ".join(self.missing_facts)
             ),
         }[self.mode]
+        if self.mode is Mode.NO_APPLICABLE_MEMORY and self.items:
+            head = ("No proven past experience applies to this state. Act on your own "
+                    "reasoning; the unproven items below are on probation, never guidance "
+                    "on their own.")
         lines.append(head)
         for item in shown:
             label = f"{item.authority}, {item.verdict.value.lower()}, {item.confidence:.2f}"
+            if item.unproven:
+                label += f", unproven: on probation ({'/'.join(item.unproven)})"
             body = " ".join(item.text.split())
             lines.append(f"> [{item.memory_id}] ({label}) {body}")
             if item.adaptations:
@@ -241,6 +250,10 @@ class Briefing:
                 lines.append(f">   adapted: {adapted}")
         if withheld:
             lines.append(f"({withheld} item(s) withheld: their text read as instruction.)")
+        unproven = sum(1 for i in shown if i.unproven)
+        if unproven:
+            lines.append(f"({unproven} unproven item(s): an agent's lessons on a sensitive "
+                         "surface, not yet corroborated; never act on one alone.)")
         return "\n".join(lines)
 
     def messages(self) -> list[dict[str, str]]:
@@ -322,6 +335,7 @@ def _item_dict(i: GuidanceItem) -> dict[str, Any]:
         "confidence": i.confidence, "scores": scores_dict(i.scores), "kind": i.kind,
         "authority": i.authority, "source_state": i.source_state,
         "adaptations": _seq(i.adaptations, list(i.adaptations)), "tokens": i.tokens,
+        "unproven": _seq(i.unproven, list(i.unproven)),
     }
 
 

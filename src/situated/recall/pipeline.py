@@ -19,7 +19,7 @@ import numpy as np
 
 from situated.embed.base import Embedder, Vector
 from situated.errors import ModelError
-from situated.models import Principal, State, utcnow
+from situated.models import Authority, Principal, State, utcnow
 from situated.recall.analysis import Analysis, decode
 from situated.recall.briefing import (
     Briefing,
@@ -43,8 +43,9 @@ from situated.recall.reconstruct.prechecks import PresentFacts, precheck
 from situated.recall.reconstruct.rules import RulesReconstructor
 from situated.recall.retrieve import Candidate, retrieve
 from situated.recall.score import score
-from situated.recall.validate import validate
+from situated.recall.validate import split_payloads, validate
 from situated.screen.classifier import load_model
+from situated.screen.trust import probation_surfaces
 from situated.store.contract import StoreContract as Store
 from situated.store.scope import Eligibility
 from situated.store.values import StoredRecall
@@ -263,14 +264,17 @@ def compile_stage(r: Recall) -> None:
         )
         trace.append(StageTrace(rec.id, "compile", "SERVED", {"tokens": tokens}))
 
+    items = _trusted(items, r)
     missing = tuple(
         dict.fromkeys(
             f for x in recons.values() if x.verdict is Verdict.INSUFFICIENT_EVIDENCE
             for f in x.missing_facts
         )
     )
-    if items:
+    if any(not i.unproven for i in items):
         mode = Mode.GUIDED
+    elif items:
+        mode = Mode.NO_APPLICABLE_MEMORY  # unproven items only: never guidance on their own
     elif missing:
         mode = Mode.INSUFFICIENT_EVIDENCE
     else:
@@ -286,6 +290,32 @@ def compile_stage(r: Recall) -> None:
         trace=tuple(trace),
         namespace=req.namespace,
     )
+
+
+def _trusted(items: list[GuidanceItem], r: Recall) -> list[GuidanceItem]:
+    """The served items with a payload split across them taken out (SUSPECTED_POISONING)
+    and the unproven ones marked (`screen.trust`: an agent's uncorroborated lesson on a
+    sensitive surface, on probation)."""
+    split = split_payloads([i.text for i in items])
+    kept: list[GuidanceItem] = []
+    records = {c.record.id: c.record for c in r.kept}
+    for n, item in enumerate(items):
+        rec = records[item.memory_id]
+        if n in split:
+            detail = "reads as an injection or a claim only joined with another served memory"
+            r.rejected.append(Rejected(rec.id, RejectionReason.SUSPECTED_POISONING, detail,
+                                       "validate", item.verdict, item.scores))
+            r.trace.append(StageTrace(rec.id, "validate", "SUSPECTED_POISONING", detail=detail))
+            continue
+        surfaces = probation_surfaces(rec.content, rec.source.action,
+                                      rec.authority is Authority.INFERRED,
+                                      rec.counters.successes)
+        if surfaces:
+            item = replace(item, unproven=surfaces)
+            r.trace.append(StageTrace(rec.id, "compile", "UNPROVEN",
+                                      detail="on probation: " + "/".join(surfaces)))
+        kept.append(item)
+    return kept
 
 
 def record_stage(r: Recall) -> None:

@@ -1,6 +1,7 @@
 """Stage 5, validation: policy, authority and contradiction checks on reconstructed guidance.
 
-Sentence by sentence: a sentence that commands the agent, claims authority, names a tool outside
+A memory that claims a policy or asks to decode and run something is never guidance
+(`never_guidance`). Sentence by sentence: a sentence that commands the agent, claims authority, names a tool outside
 the allow-list (with no allow-list: any code-like tool name, deny-by-default) or a prohibited
 effect is stripped as a rejected claim; when nothing usable is
 left, the candidate is rejected. A fact that contradicts present evidence is rejected.
@@ -36,6 +37,9 @@ def validate(
     contradiction = contradicts(record, present)
     if contradiction:
         return _reject(recon, RejectionReason.CONTRADICTED, contradiction)
+    never = never_guidance(record.content, record.source.action)
+    if never:
+        return _reject(recon, RejectionReason.SUSPECTED_POISONING, never)
     allowed = None if policy.allowed_tools is None else frozenset(policy.allowed_tools)
     prohibited = frozenset(policy.prohibited_effects)
     if analysis is not None and recon.guidance == record.content:
@@ -61,6 +65,48 @@ def validate(
         rejected=tuple(rejected),
         confidence=round(recon.confidence * len(kept) / (len(kept) + len(rejected)), 3),
     )
+
+
+def never_guidance(content: str, action: str | None) -> str:
+    """Why a memory is never served as guidance whoever promoted it, or "": it claims a policy,
+    a policy version, an exemption or a permission (policy comes from the run's `Policy`, never
+    from memory), or asks the agent to decode something and run it (`screen.advice`)."""
+    from situated.screen.advice import read_advice
+
+    advice = read_advice(content if not action else f"{content} {action}")
+    if advice.runs_decoded:
+        return "asks the agent to decode something and run or follow it"
+    if advice.claims:
+        return (f"claims {' and '.join(advice.claims)}: policy comes from the run's Policy, "
+                "never from memory")
+    return ""
+
+
+def split_payloads(texts: list[str]) -> set[int]:
+    """Indices of served texts that read as an injection, a policy claim or a request to
+    decode and run only when joined with another served text (a payload split across
+    memories): the joined texts are screened in order and in reverse (`view_findings`,
+    `read_advice`); when they find what no single text has, every pair is screened to name
+    the parts."""
+    if len(texts) < 2:
+        return set()
+    from situated.screen.advice import read_advice
+    from situated.screen.surfaces import view_findings
+
+    def found(text: str) -> set[str]:
+        advice = read_advice(text)
+        return {*view_findings(text), *advice.claims,
+                *(("decode and run",) if advice.runs_decoded else ())}
+
+    alone = set().union(*(found(t) for t in texts))
+    if not any(found(" ".join(order)) - alone for order in (texts, texts[::-1])):
+        return set()
+    parts: set[int] = set()
+    for i, a in enumerate(texts):
+        for j, b in enumerate(texts):
+            if i != j and found(f"{a} {b}") - found(a) - found(b):
+                parts |= {i, j}
+    return parts or set(range(len(texts)))
 
 
 def contradicts(record: MemoryRecord, present: State) -> str:

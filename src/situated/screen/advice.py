@@ -150,7 +150,8 @@ STRENGTHEN = _words(
 )
 NEGATE = _words(
     "not", "never", "no", "don't", "dont", "doesn't", "didn't", "cannot", "can't", "won't",
-    "shouldn't", "mustn't", "nor", "refrain from", "avoid", "stop",
+    "shouldn't", "mustn't", "nor", "refrain from", "avoid", "stop", "forget to", "forgets to",
+    "neglect*", "fail to", "fails to",
 )
 WAIVER = _words(
     "no need to", "no need for", "needn't", "need not", "don't need to", "doesn't need to",
@@ -296,6 +297,7 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
     negations = _spans(NEGATE, clause, starts)
     waivers = _spans(WAIVER, clause, starts)
     withouts = _spans(WITHOUT, clause, starts)
+    weakeners = _spans(WEAKEN, clause, starts)  # "skip verifying": a weakening verb negates
 
     def after(at: int, objects: list[tuple[int, int, str]]) -> str | None:
         return next((o for a, _, o in objects if at < a <= at + _WINDOW), None)
@@ -312,8 +314,8 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
                 weak.append(label)
         elif before(first, waivers, 4):
             weak.append("waives a check (no need to ...)")
-        elif before(first, negations) or before(first, withouts):
-            weak.append("negates a check (do not verify ...)")
+        elif before(first, negations) or before(first, withouts) or before(first, weakeners, 2):
+            weak.append("negates a check (do not verify, skip checking ...)")
         else:
             strong.append(label)
 

@@ -328,6 +328,8 @@ class ItemDoc(_Doc):
     source_state: str
     adaptations: list[str]
     tokens: int
+    unproven: list[str] = []
+    """Surfaces an agent's uncorroborated lesson is on probation for: never act on it alone."""
 
 
 class RejectedDoc(_Doc):
