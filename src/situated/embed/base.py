@@ -28,6 +28,11 @@ class Embedder(ABC):
     not relevant to the present: measured per embedder on real text by
     `scripts/calibrate_relevance.py` (the built-ins set theirs); None: no floor."""
 
+    reads_meaning: bool = True
+    """Whether similarity reflects what texts are about, not only the words they share: then
+    a situated lesson's content is judged for relevance too (a source state copied from the
+    present does not make unrelated content relevant). The hash embedder shares words only."""
+
     @property
     def model_ref(self) -> str:
         """`name@version:dim`, the identity stored with every vector."""

@@ -39,7 +39,7 @@ from situated.recall.briefing import (
 from situated.recall.compile import knapsack, render_line, token_counter
 from situated.recall.dedupe import collapse
 from situated.recall.reconstruct.base import Policy, ReconstructionInput, Reconstructor
-from situated.recall.reconstruct.prechecks import PresentFacts, precheck
+from situated.recall.reconstruct.prechecks import JUDGES_CONTENT, PresentFacts, precheck
 from situated.recall.reconstruct.rules import RulesReconstructor
 from situated.recall.retrieve import Candidate, retrieve
 from situated.recall.score import score
@@ -158,6 +158,7 @@ def judge_stage(r: Recall) -> None:
     state_sims = _dots(state_vecs, r.svec)
     model_ref = r.embedder.model_ref  # the same for every candidate: read once
     floor = r.embedder.relevance_floor
+    judged = JUDGES_CONTENT if r.embedder.reads_meaning else {}
     for c in r.kept:
         rec = c.record
         state_sim = state_sims.get(c.rid)  # None without a situation to compare
@@ -166,7 +167,7 @@ def judge_stage(r: Recall) -> None:
             record=rec, present=state, intent=intent, state_similarity=state_sim,
             content_similarity=c.content_similarity, relevance=c.relevance,
             policy=policy, embedder=model_ref, present_fingerprint=state_hash,
-            analysis=analysis, relevance_floor=floor,
+            analysis=analysis, relevance_floor=floor, extra=judged,
         )
         # 4 reconstruct: deterministic pre-checks first, then the reconstructor
         recon = precheck(item, r.as_of)

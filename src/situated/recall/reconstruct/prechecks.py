@@ -60,11 +60,12 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     # the content is judged for relevance whatever situates it: a source state says when a
     # lesson applies, not what it is about (one copied from the present would let any content
     # through), and a memory that is not relevant never asks for facts. A present of a few
-    # words ("billing ticket") says too little to judge a lesson's content by: there the
-    # source state and conditions decide, as they do for a lesson of their own
+    # words ("billing ticket"), or an embedder that relates shared words and not topics,
+    # says too little to judge a lesson's content by: there the source state and conditions
+    # decide, as they do for a lesson of their own
     situationless = rec.kind is not _LESSON or src is None or src.is_empty
-    if irrelevant and (situationless or (ev is not None and ev.missing)
-                       or _says_enough(item.present.text, item.intent)):
+    judged = "judges_content" in item.extra and _says_enough(item.present.text, item.intent)
+    if irrelevant and (situationless or (ev is not None and ev.missing) or judged):
         return _reject(
             item, RejectionReason.LOW_EXPECTED_UTILITY,
             f"not relevant: content similarity {item.content_similarity:.2f} below the "
@@ -82,6 +83,9 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     return None
 
 
+JUDGES_CONTENT: dict[str, Any] = {"judges_content": True}
+"""`ReconstructionInput.extra` of a recall whose embedder reads meaning
+(`Embedder.reads_meaning`): a situated lesson's content is judged for relevance too."""
 MIN_JUDGED_WORDS = 5
 """Words (of two letters or more) the present's text and intent need for the content of a
 situated lesson to be judged for relevance (issue 32: a copied source state)."""
