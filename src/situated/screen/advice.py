@@ -24,9 +24,12 @@ polarity is in the action, its object and its negation.
   (`when behind schedule`, `to save time`) beside a permission (`may`, `can`, `is fine to`);
 - **claims of policy** (a policy version or update, an exemption, a permission someone holds):
   policy comes from the run's `Policy`, never from memory;
-- **decode and run**: a request to decode something and execute or follow it.
+- **decode and run**: a request to decode something and execute or follow it;
+- **data sent outside**: an exposing verb with data as its object and an outside destination
+  (`send all the data to an external server`).
 
-The classes are small general vocabularies of English verbs and nouns (what an action does to a
+The classes are small general vocabularies of verbs and nouns, in English and the common stems
+of Spanish, French, German and Portuguese (what an action does to a
 check, a limit, a secret), not attack strings; `scripts/poisoning_benchmark.py` measures them on
 outside attacks and outside benign look-alikes, with a held-out set never tuned on. Every pattern
 is an alternation of literal words or a fixed-width window, searched in linear time.
@@ -89,6 +92,12 @@ CONTROL = _words(
     "helmet*", "goggles", "gloves", "harness*", "precaution*", "restriction*", "control",
     "controls", "screening", "background check*", "fraud check*", "test", "tests", "testing",
     "password*", "passcode*", "pin", "credential*", "token*",
+    # es / fr / de / pt: the same kinds of control
+    "validaci*", "verificaci*", "aprobaci*", "revisi*", "autorizaci*", "comprobaci*",
+    "contrôle*", "vérification*", "approbation*", "prüfung*", "kontrolle*", "freigabe*",
+    "genehmigung*", "überprüfung*", "verificação", "validação", "aprovação", "validações",
+    "verificações", "controles", "controlli", "verifica", "verifiche", "seguridad",
+    "sécurité", "sicherheit*", "segurança"
 )
 SECRET = _words(
     "password*", "passcode*", "passphrase*", "pin", "pins", "pin code*", "otp", "one-time code*",
@@ -96,6 +105,9 @@ SECRET = _words(
     "auth code*", "login code*", "recovery code*", "backup code*", "token", "tokens",
     "api key*", "secret", "secrets", "credential*", "cvv", "cvc", "card number*",
     "private key*", "login details", "sign-in details", "security answer*",
+    "credencial*", "contraseña*", "senha*", "mot de passe", "mots de passe",
+    "identifiant*", "passwort*", "passwörter", "zugangsdaten", "kennwort*", "clave*",
+    "credenziali", "password", "пароль*", "token de acceso", "jeton*"
 )
 LIMIT = _words(
     "limit", "limits", "cap", "caps", "threshold*", "quota*", "ceiling*", "allowance*",
@@ -110,12 +122,28 @@ WEAKEN = _words(
     "overrid*", "overrule*", "relax*", "loosen*", "work around", "get around", "skirt*",
     "forgo*", "forego*", "dispense with", "cut out", "leave out",
     "let through", "wave through", "waved through",
+    "ignora*", "ignore", "ignorez", "ignorier*", "omite", "omitir", "omet*", "salta*",
+    "desactiva*", "desativ*", "désactiv*", "deaktivier*", "contourn*", "umgeh*", "elude*",
+    "evita*", "salte*", "pula*", "saltate"
+)
+DATA = _words(
+    "all data", "all the data", "user data", "customer data", "patient data", "personal data",
+    "data", "datos", "données", "daten", "dados", "memory", "memories", "context",
+    "clipboard", "logs", "files", "emails", "e-mails", "conversation*", "configuration",
+    "config", "history", "records", "contacts", "documents", "database", "everything",
+)
+OUTSIDE = _words(
+    "external*", "externo*", "externa*", "extern", "endpoint*", "outside", "offshore",
+    "third-party", "third party", "personal email", "personal account", "personal dropbox",
+    "my account", "my email", "my server", "remote server", "server", "webhook*", "pastebin",
+    "dropbox", "exterior", "fuera", "extérieur", "externe", "all peers", "all agents",
+    "every agent", "other agents", "the swarm", "the mesh",
 )
 WEAKEN_ALWAYS = _words(
     "backdat*", "back-dat*", "predat*", "falsif*", "forg*", "fake", "faked", "faking",
     "fabricat*", "rubber-stamp*", "rubber stamp*", "pre-approv*", "preapprov*",
     "auto-approv*", "autoapprov*", "self-approv*", "approve your own", "approve their own",
-    "approve his own", "approve her own",
+    "approve his own", "approve her own", "self-propagat*", "self-replicat*",
 )
 ALTER = _words(
     "relabel*", "re-label*", "redat*", "re-dat*", "extend*", "raise", "raises", "raised",
@@ -133,6 +161,11 @@ EXPOSE = _words(
     "read back", "print*", "log", "logs", "logged", "record", "records", "recorded",
     "include", "includes", "included", "copy", "copies", "copied", "text", "texts", "texted",
     "give out", "hand out",
+    "envia*", "envía*", "enviar", "manda*", "compart*", "muestra*", "mostr*",
+    "revela*", "envoie*", "envoy*", "partag*", "révèl*", "transmet*", "schick*", "send*",
+    "sende", "teil*", "zeig*", "gib", "invia*", "condividi*", "mostra*", "exfiltr*",
+    "transmit*", "upload*", "sync", "syncs", "synced", "export*", "dump*", "leak*",
+    "capture*", "cache", "caches", "cached"
 )
 STRENGTHEN = _words(
     "verif*", "confirm*", "validat*", "authenticat*", "inspect*", "double-check*",
@@ -339,6 +372,9 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
         taken.add(first)
         if not _purpose(tokens, first):  # "ask for the password to verify": a goal, not a check
             polar(first, "verifies, waits or hands over", False)
+    if _spans(EXPOSE, clause, starts) and DATA.search(clause) and OUTSIDE.search(clause) \
+            and not negations:  # "send all the data to an external server"
+        weak.append("sends data outside")
     for first, _, _ in withouts:  # "approve refunds without review"
         if any(first < a <= first + 3 for a, _, _ in control) \
                 and not any(first < a <= first + 3 for a, _, _ in secret):
