@@ -59,6 +59,8 @@ from situated.screen.corpora import (  # noqa: E402
 NAMESPACE = "poisoning-benchmark"
 AGENT = Principal(tenant="bench", roles=frozenset({"support"}), name="bench-agent")
 COPIED_PAIRS = 200
+EXAMPLES = 5
+"""Texts kept per development category and outcome in the JSON (`--examples` to change)."""
 SEED = 32
 
 
@@ -143,7 +145,7 @@ def run(out: Path, download: bool, quick: bool) -> dict[str, Any]:
                                            key=lambda r: (r.held_out, r.corpus, r.category))],
         "totals": totals(rows.values()),
         "copied_situation": copied,
-        "examples": {k: v[:5] for k, v in sorted(examples.items())},
+        "examples": {k: v[:EXAMPLES] for k, v in sorted(examples.items())},
         # development corpora only: the held-out texts are never printed, so never tuned on
         "quick": quick,
         "seconds": round(time.perf_counter() - started, 1),
@@ -216,7 +218,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="at most 40 texts per corpus")
     parser.add_argument("--out", type=Path, default=Path("situated-eval"))
     parser.add_argument("--no-download", action="store_true")
+    parser.add_argument("--examples", type=int, default=EXAMPLES,
+                        help="development texts kept per category and outcome")
     ns = parser.parse_args()
+    globals()["EXAMPLES"] = ns.examples
     report = run(ns.out, not ns.no_download, ns.quick)
     print(table(report))
     print(f"\n{report['seconds']} s; written to {ns.out / 'poisoning-benchmark.json'}")

@@ -67,6 +67,10 @@ class Advice:
         return "strengthens" if self.strengthens else "neutral"
 
 
+def _forms(words: str) -> tuple[str, ...]:
+    return tuple(words.split())
+
+
 def _words(*stems: str) -> re.Pattern[str]:
     """Whole words or phrases; a trailing `*` is a stem (`verif*`: verify, verified)."""
     parts = sorted({s.lower() for s in stems}, key=len, reverse=True)
@@ -168,18 +172,25 @@ EXPOSE = _words(
     "capture*", "cache", "caches", "cached"
 )
 STRENGTHEN = _words(
-    "verif*", "confirm*", "validat*", "authenticat*", "inspect*", "double-check*",
-    "double check*", "re-check*", "recheck*", "cross-check*", "check", "checks", "checked",
-    "checking", "require*", "enforc*", "escalat*", "hand over", "hands over", "handed over",
-    "hand it over", "hand the ticket over", "hand off", "hands off", "hand-off", "handover",
-    "refer", "refers", "referred", "wait for", "waits for", "waiting for", "wait until",
-    "get approval", "get sign-off", "obtain approval", "seek approval", "ask for approval",
-    "ask for sign-off", "ask a supervisor", "ask a manager", "ask for a second",
-    "refus*", "declin*", "deny", "denies", "denied", "reject*", "stop", "stops", "pause*",
-    "halt*", "slow down", "slows down", "lock", "locks", "locked", "quarantin*", "discard*",
-    "dispose of", "flag", "flags", "flagged", "block", "blocks", "blocked", "report",
-    "reports", "reported", "follow the", "comply", "complies", "keep the check",
-    "match", "matches", "compare", "compares",
+    # verb forms only: "verification" is the control, "verify" the action on it
+    *_forms("verify verifies verified verifying confirm confirms confirmed confirming "
+            "validate validates validated validating authenticate authenticates authenticated "
+            "inspect inspects inspected inspecting double-check double-checks double-checked "
+            "recheck re-check rechecks cross-check cross-checks check checks checked checking "
+            "require requires required enforce enforces enforced enforcing escalate escalates "
+            "escalated escalating handover refer refers referred refuse refuses refused "
+            "refusing decline declines declined declining deny denies denied reject rejects "
+            "rejected rejecting stop stops pause pauses paused halt halts halted lock locks "
+            "locked quarantine quarantines quarantined discard discards discarded flag flags "
+            "flagged block blocks blocked report reports reported comply complies match "
+            "matches compare compares"),
+    "double check", "hand over", "hands over", "handed over", "hand off", "hands off",
+    "hand-off", "wait for", "waits for", "waiting for", "wait until", "get approval",
+    "get sign-off", "obtain approval", "seek approval", "ask for approval", "ask for sign-off",
+    "ask a supervisor", "ask a manager", "ask for a second", "slow down", "slows down",
+    "dispose of", "follow the", "keep the check",
+    "verifica", "verificar", "comprueba", "comprobar", "vérifie*", "vérifier", "prüf*",
+    "überprüf*", "verifique", "confirma", "confirmar", "confirme*", "bestätig*"
 )
 NEGATE = _words(
     "not", "never", "no", "don't", "dont", "doesn't", "didn't", "cannot", "can't", "won't",
@@ -260,10 +271,13 @@ _CLAIMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("permission", re.compile(
         r"\b(?:has|have|holds?|with|given|granted|grants?)[ \t]+"
         r"(?:full[ \t]+|special[ \t]+|blanket[ \t]+|standing[ \t]+|admin[ \t]+|unlimited[ \t]+)?"
-        r"(?:permission|authori[sz]ation|clearance|sign-off|approval)[ \t]+(?:to|for[ \t]+all)\b")),
+        r"(?:permissions?|authori[sz]ations?|clearance|sign-off|approval|rights|access)[ \t]+"
+        r"(?:to|for[ \t]+all|on[ \t]+all|over)\b")),
     ("permission", re.compile(r"\b(?:blanket|standing|pre-?)[ \t]?approv(?:al|ed)\b")),
 )
 _NEGATED_CLAIM = re.compile(r"(?:\bnot|\bnever|n't|\bno)[ \t]+(?:\w+[ \t]+)?$")
+_HAND_OVER = re.compile(r"\bhand(?:s|ed|ing)?(?:[ \t]+[\w'\-]+){0,3}?[ \t]+(?:over|off)\b")
+"""`hand the payment over`: the object between the verb and its particle, three words at most."""
 _CLAUSE = re.compile(r"[.!?;\n]+|,[ \t]+(?:but|however|and then|so)\b|\b(?:but|however)\b")
 _WINDOW = 8
 """Tokens between an action and its object, at most."""
@@ -366,6 +380,11 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
                 taken.add(first)
                 polar(first, label, True)
     tokens = [m.group(0) for m in _TOKEN.finditer(clause)]
+    for m in _HAND_OVER.finditer(clause):
+        first = _token_at(starts, m.start())
+        if first not in taken:
+            taken.add(first)
+            polar(first, "verifies, waits or hands over", False)
     for first, _, _ in _spans(STRENGTHEN, clause, starts):
         if first in taken or any(a <= first <= b for a, b, _ in waivers):
             continue

@@ -222,6 +222,21 @@ def sensitive_surfaces(text: str, allowed_tools: Iterable[str] | None = None) ->
     return tuple(s for s in SURFACES if s in found)
 
 
+def mentioned_surfaces(text: str) -> tuple[str, ...]:
+    """The surfaces whose words `text` (or a decoded view) mentions at all, a cue or not
+    (`refund`, `password`, `role`): what an agent's lesson may not be trusted on unproven.
+    A superset of `sensitive_surfaces` without tools (a code-like name is not a word)."""
+    found: set[str] = set()
+    for view in _views(text):
+        key = skeleton(view.lower())
+        found.update(s for s, rx in (*_STRONG_RX.items(), *_WEAK_RX.items()) if rx.search(key))
+        if _EMAIL.search(view) or _URL.search(view):
+            found.add("outbound")
+        if _ACCOUNT.search(view):
+            found.add("money")
+    return tuple(s for s in SURFACES if s in found)
+
+
 def _surfaces_of(view: str, allowed: frozenset[str] | None) -> set[str]:
     found: set[str] = set()
     if tool_names(view, allowed):

@@ -5,12 +5,16 @@ A lesson an agent inferred (authority `inferred`) that touches a control, money,
 identity, safety, permissions or other tenants' data (`surfaces.sensitive_surfaces`, or a control
 that `advice.read_advice` finds acted on) is:
 
-- **held** for review when its reading weakens a control or does not strengthen one (a
-  surface word alone says nothing of what the lesson does to it), or when it touches a surface
-  that carries data out, calls tools or persists itself (`tools`, `outbound`, `memory`);
-- **on probation** when it keeps or strengthens a control and weakens none ("verify the
-  account e-mail before changing the payout card", "never ask for the password"): promoted, but served marked *unproven* and never as the only
-  guidance on its surface (`recall.pipeline` marks it; the briefing says so), until it is
+- **held** for review when it touches a surface (`surfaces.sensitive_surfaces`: a strong word,
+  or a weak one with a cue) and its reading weakens a control or does not strengthen one (a
+  surface word says nothing of what the lesson does to it), or when the surface carries data
+  out, calls tools or persists itself (`tools`, `outbound`, `memory`);
+- **on probation** when it touches a surface and keeps or strengthens a control, weakening none
+  ("verify the account e-mail before changing the payout card", "never ask for the password");
+  or touches none but merely mentions one (`surfaces.mentioned_surfaces`: "refunds go back to
+  the original card"); or reads like an instruction to the agent (the injection classifier's
+  score at or above `PROBATION_SCORE`, its decision boundary, below its hold threshold):
+  promoted, but served marked *unproven* and never as the only guidance on its surface (`recall.pipeline` marks it; the briefing says so), until it is
   corroborated by successes credited by `CORROBORATING_SUCCESSES` recalls' feedback. A
   reviewer's path is the hold: a held lesson a reviewer promotes is trusted.
 
@@ -26,8 +30,12 @@ from enum import StrEnum
 from functools import lru_cache
 
 from situated.screen.advice import Advice, read_advice
-from situated.screen.surfaces import sensitive_surfaces
+from situated.screen.surfaces import mentioned_surfaces, sensitive_surfaces
 
+PROBATION_SCORE = 0.5
+"""An injection-classifier score at or above this (the logistic model's own decision boundary;
+on its source-grouped validation split: recall 0.83 at a false-positive rate of 9.3%,
+`model/report.json`) puts an inferred lesson on probation; its hold threshold is far higher."""
 CORROBORATING_SUCCESSES = 2
 """Successes (each credited by one recall's feedback) that end a lesson's probation."""
 ALWAYS_HELD = frozenset({"tools", "outbound", "memory"})
@@ -66,6 +74,21 @@ def _decide(text: str, allowed: tuple[str, ...] | None) -> TrustDecision:
     if advice.weakens:
         touched = (*touched, "control")
     if not touched:
+        from situated.screen.classifier import load_model
+
+        mentioned = mentioned_surfaces(text)
+        if mentioned:
+            return TrustDecision(
+                Trust.PROBATION, mentioned, advice,
+                (f"inferred, mentions {'/'.join(mentioned)}: on probation (served unproven, "
+                 f"never alone on that surface, until {CORROBORATING_SUCCESSES} recalls credit "
+                 "it with a success)",))
+        if text.strip() and load_model().screen(text).score >= PROBATION_SCORE:
+            return TrustDecision(
+                Trust.PROBATION, ("instruction",), advice,
+                (f"inferred, reads like an instruction to the agent (injection classifier at "
+                 f"or above {PROBATION_SCORE}): on probation (served unproven until "
+                 f"{CORROBORATING_SUCCESSES} recalls credit it with a success)",))
         return TrustDecision(Trust.PASS, (), advice)
     named = "/".join(touched)
     if advice.weakens:
