@@ -222,10 +222,28 @@ def sensitive_surfaces(text: str, allowed_tools: Iterable[str] | None = None) ->
     return tuple(s for s in SURFACES if s in found)
 
 
+_HARM = re.compile(
+    r"(?<!\w)(?:steal\w*|stole|exfiltrat\w*|skim\w*|hijack\w*|poison\w*|tamper\w*|sabotag\w*|"
+    r"spoof\w*|impersonat\w*|evad\w*|evasion|exploit\w*|backdoor\w*|phish\w*|ransom\w*|"
+    r"malware|malicious|keylog\w*|keystroke\w*|siphon\w*|launder\w*|embezzl\w*|extort\w*|"
+    r"coerc\w*|blackmail\w*|sybil|ddos|brute[- ]?forc\w*|jailbreak\w*|misinformation|"
+    r"disinformation|decoy\w*|covert\w*|covertly|silently|secretly|undetected|unnoticed|"
+    r"without (?:anyone|them|the user|the customer) (?:knowing|noticing))(?!\w)")
+"""Words of harmful intent: a lesson mentioning one is never proven guidance unseen."""
+_COMMAND = re.compile(
+    r"(?:^|[\s;|&`$(])(?:sudo|curl|wget|bash|sh|zsh|powershell|cmd|chmod|chown|rm|cat|scp|ssh|"
+    r"nc|ncat|netcat|docker|kubectl|helm|aws|az|gcloud|gsutil|bq|pip|npm|git|eval|exec|python3?|"
+    r"node|psql|mysql|mongo|redis-cli|etcdctl|terraform|openssl|base64)[ \t]+[^\s]+"
+    r"|(?<!\w)--?[a-z][\w-]*=|~/\.|/etc/|/bin/|\|[ \t]*(?:ba)?sh\b|\$\(|<script|\bimport os\b")
+"""The shape of a command line or code an agent would run: a known program with an argument,
+a `--flag=`, a dot-file or system path, a pipe to a shell, `$(`, a script tag."""
+
+
 def mentioned_surfaces(text: str) -> tuple[str, ...]:
     """The surfaces whose words `text` (or a decoded view) mentions at all, a cue or not
-    (`refund`, `password`, `role`): what an agent's lesson may not be trusted on unproven.
-    A superset of `sensitive_surfaces` without tools (a code-like name is not a word)."""
+    (`refund`, `password`, `role`), and two more: `harm` (words of harmful intent: steal,
+    exfiltrate, tamper, silently ...) and `commands` (the shape of a command line or code):
+    what an agent's lesson may not be trusted on unproven."""
     found: set[str] = set()
     for view in _views(text):
         key = skeleton(view.lower())
@@ -234,7 +252,11 @@ def mentioned_surfaces(text: str) -> tuple[str, ...]:
             found.add("outbound")
         if _ACCOUNT.search(view):
             found.add("money")
-    return tuple(s for s in SURFACES if s in found)
+        if _HARM.search(view.lower()):
+            found.add("harm")
+        if _COMMAND.search(view):
+            found.add("commands")
+    return tuple(s for s in (*SURFACES, "harm", "commands") if s in found)
 
 
 def _surfaces_of(view: str, allowed: frozenset[str] | None) -> set[str]:
