@@ -44,14 +44,13 @@ from situated.recall.briefing import (
 )
 from situated.recall.reconstruct.base import Policy, ReconstructionInput, state_fingerprint
 from situated.recall.reconstruct.prechecks import PRECHECK, evaluate_conditions, precheck
-from situated.textforms import hidden_controls
 from situated.safety import (
     _COMPILED,
     _ENCODED,
-    HIDDEN_REASON,
     _INJECTION,
     _TOOL_MENTION,
     _TOOL_MENTION_PATTERN,
+    HIDDEN_REASON,
     Finding,
     Gated,
     ascii_lower,
@@ -61,6 +60,7 @@ from situated.safety import (
     required_literals,
     tool_mentions,
 )
+from situated.textforms import hidden_controls
 
 # -- reference copies of the code the fast paths replaced ----------------------------------
 

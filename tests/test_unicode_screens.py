@@ -41,10 +41,16 @@ def test_joiners_of_ordinary_writing_are_not_hidden(text: str) -> None:
     assert not any("hidden" in f.reason for f in injection_findings(text))
 
 
+def _wide(text: str) -> str:
+    """`text` in full-width forms (what NFKC folds back)."""
+    return text.translate({c: c + 0xFEE0 for c in range(0x21, 0x7F)})
+
+
 @pytest.mark.parametrize("text", [
     "Write to jos\u00e9@exemple.fr before the refund.",
-    "Write to \uff4a\uff4f\uff48\uff4e\uff20\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45\uff0e\uff43\uff4f\uff4d before the refund.",
-    "Write to \u0438\u0432\u0430\u043d@\u043f\u0440\u0438\u043c\u0435\u0440.\u0440\u0444 before the refund.",
+    f"Write to {_wide('john@example.com')} before the refund.",
+    "Write to \u0438\u0432\u0430\u043d@"
+    "\u043f\u0440\u0438\u043c\u0435\u0440.\u0440\u0444 before the refund.",
     "Write to jo\u200bhn@example.com before the refund.",
 ])
 def test_addresses_in_any_script_or_width_are_redacted(text: str) -> None:
@@ -54,9 +60,9 @@ def test_addresses_in_any_script_or_width_are_redacted(text: str) -> None:
 
 
 def test_full_width_phone_and_secret_are_redacted() -> None:
-    cleaned, kinds = redact("Call \uff0b\uff13\uff13 \uff16 \uff11\uff12 \uff13\uff14 \uff15\uff16 \uff17\uff18 today.")
+    cleaned, kinds = redact(f"Call {_wide('+33 6 12 34 56 78')} today.")
     assert kinds == ["phone"] and "[REDACTED:phone]" in cleaned
-    cleaned, kinds = redact("password: \uff28\uff55\uff4e\uff54\uff45\uff52\uff12\uff10\uff12\uff14")
+    cleaned, kinds = redact(f"password: {_wide('Hunter2024')}")
     assert kinds == ["secret"] and "\uff28" not in cleaned
 
 

@@ -54,7 +54,8 @@ _UNSAFE = [
 ]
 _INJECTION.extend(_UNSAFE)
 HIDDEN_REASON = "contains hidden format characters (zero-width, bidi, soft hyphen or tags)"
-"""Unicode category Cf after NFKC (`situated.textforms.hidden_controls`), not a hand-listed range."""
+"""Unicode category Cf after NFKC (`situated.textforms.hidden_controls`), not a hand-listed
+range."""
 _ENCODED = re.compile(r"(?:[A-Za-z0-9+/]{40,}={0,2})|(?:\\x[0-9a-fA-F]{2}){8,}")
 _ENCODED_RUN = 40
 """The shortest run of base64 characters `_ENCODED` reports."""

@@ -51,11 +51,6 @@ def nfkc_map(text: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
     return "".join(out), tuple(starts), tuple(ends)
 
 
-def original_span(starts: tuple[int, ...], ends: tuple[int, ...], s: int, e: int) -> tuple[int, int]:
-    """The span of the original text that the form's span [s, e) came from."""
-    return starts[s], ends[e - 1]
-
-
 def hidden_controls(text: str) -> int:
     """Invisible format characters (category Cf) in the NFKC form of `text`, joiners that
     join as ordinary writing does excepted (see the module's docstring)."""

@@ -1,10 +1,11 @@
 """Stage 5, validation: policy, authority and contradiction checks on reconstructed guidance.
 
 A memory that claims a policy or asks to decode and run something is never guidance
-(`never_guidance`). Sentence by sentence: a sentence that commands the agent, claims authority, names a tool outside
-the allow-list (with no allow-list: any code-like tool name, deny-by-default) or a prohibited
-effect is stripped as a rejected claim; when nothing usable is
-left, the candidate is rejected. A fact that contradicts present evidence is rejected.
+(`never_guidance`), and a payload split across served memories is taken out
+(`split_payloads`). Sentence by sentence: a sentence that commands the agent, claims
+authority, names a tool outside the allow-list (with no allow-list: any code-like tool name,
+deny-by-default) or a prohibited effect is stripped as a rejected claim; when nothing usable
+is left, the candidate is rejected. A fact that contradicts present evidence is rejected.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ SECRET = _words(
 LIMIT = _words(
     "limit", "limits", "cap", "caps", "threshold*", "quota*", "ceiling*", "allowance*",
     "speed limit*", "expiry", "expiration*", "expired", "expiry date*", "expiration date*",
-    "use-by", "best-before", "date", "dates", "label", "labels", "lot", "lots", "deadline*",
+    "use-by", "best-before", "date", "dates", "label", "labels", "deadline*",
     "retention", "timeout*", "age limit*", "dosage", "dose", "doses", "max*", "maximum",
 )
 WEAKEN = _words(
@@ -144,7 +144,8 @@ OUTSIDE = _words(
     "every agent", "other agents", "the swarm", "the mesh",
 )
 WEAKEN_ALWAYS = _words(
-    "backdat*", "back-dat*", "predat*", "falsif*", "forg*", "fake", "faked", "faking",
+    "backdat*", "back-dat*", "predat*", "falsif*", "forge", "forged", "forges", "forging",
+    "forgery", "fake", "faked", "faking",
     "fabricat*", "rubber-stamp*", "rubber stamp*", "pre-approv*", "preapprov*",
     "auto-approv*", "autoapprov*", "self-approv*", "approve your own", "approve their own",
     "approve his own", "approve her own", "self-propagat*", "self-replicat*",
@@ -159,8 +160,9 @@ EXPOSE = _words(
     "ask for", "asks for", "asked for", "asking for", "ask the customer for",
     "ask them for", "ask the caller for", "ask the user for", "request", "requests",
     "requested", "requesting", "collect*", "store", "stores", "stored", "storing", "save",
-    "saves", "saved", "saving", "write down", "writes down", "note down", "share", "shares", "shared", "sharing", "send", "sends", "sent",
-    "sending", "forward*", "email", "emails", "emailed", "e-mail*", "post", "posts", "posted",
+    "saves", "saved", "saving", "write down", "writes down", "note down", "share", "shares",
+    "shared", "sharing", "send", "sends", "sent", "sending", "forward*", "email", "emails",
+    "emailed", "e-mail*", "post", "posts", "posted",
     "paste*", "reuse*", "re-use*", "reveal*", "disclos*", "tell", "tells", "read out",
     "read back", "print*", "log", "logs", "logged", "record", "records", "recorded",
     "include", "includes", "included", "copy", "copies", "copied", "text", "texts", "texted",
@@ -192,6 +194,16 @@ STRENGTHEN = _words(
     "verifica", "verificar", "comprueba", "comprobar", "vérifie*", "vérifier", "prüf*",
     "überprüf*", "verifique", "confirma", "confirmar", "confirme*", "bestätig*"
 )
+CHECK = _words(*_forms(
+    "verify verifies verified verifying confirm confirms confirmed confirming validate validates "
+    "validated validating authenticate authenticates authenticated inspect inspects inspected "
+    "inspecting double-check double-checks double-checked recheck re-check rechecks cross-check "
+    "cross-checks check checks checked checking"), "double check", "verifica", "verificar",
+    "comprueba", "comprobar", "vérifie*", "vérifier", "prüf*", "überprüf*", "verifique",
+    "confirma", "confirmar", "confirme*", "bestätig*")
+"""The strengthening verbs that are a check by themselves: negated ("don't verify"), they
+weaken whatever follows; another negated strengthening verb ("can't wait", "don't stop")
+weakens only a control named after it."""
 NEGATE = _words(
     "not", "never", "no", "don't", "dont", "doesn't", "didn't", "cannot", "can't", "won't",
     "shouldn't", "mustn't", "nor", "refrain from", "avoid", "stop", "forget to", "forgets to",
@@ -271,7 +283,7 @@ _CLAIMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("permission", re.compile(
         r"\b(?:has|have|holds?|with|given|granted|grants?)[ \t]+"
         r"(?:full[ \t]+|special[ \t]+|blanket[ \t]+|standing[ \t]+|admin[ \t]+|unlimited[ \t]+)?"
-        r"(?:permissions?|authori[sz]ations?|clearance|sign-off|approval|rights|access)[ \t]+"
+        r"(?:permissions?|authori[sz]ations?|clearance|sign-off|approval)[ \t]+"
         r"(?:to|for[ \t]+all|on[ \t]+all|over)\b")),
     ("permission", re.compile(r"\b(?:blanket|standing|pre-?)[ \t]?approv(?:al|ed)\b")),
 )
@@ -297,10 +309,7 @@ def _read(views: tuple[str, ...]) -> Advice:
     runs = False
     for view in views:
         lowered = view.lower().replace("’", "'")
-        for name, rx in _CLAIMS:
-            for m in rx.finditer(lowered):
-                if not _NEGATED_CLAIM.search(lowered[max(0, m.start() - 24):m.start()]):
-                    claims[name] = None
+        claims.update(dict.fromkeys(_claims_in(lowered)))
         for clause in _CLAUSE.split(lowered):
             if not clause.strip():
                 continue
@@ -309,6 +318,28 @@ def _read(views: tuple[str, ...]) -> Advice:
             strong.update(dict.fromkeys(s))
             runs = runs or r
     return Advice(tuple(weak), tuple(strong), tuple(claims), runs)
+
+
+def read_claims(text: str) -> tuple[tuple[str, ...], bool]:
+    """(claims of policy, asks to decode and run) of `text` and its decoded views: the part
+    of `read_advice` that joined fields are screened for (a payload split between them)."""
+    return _read_claims(tuple(text_views(text)))
+
+
+@lru_cache(maxsize=4096)
+def _read_claims(views: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
+    claims: dict[str, None] = {}
+    runs = False
+    for view in views:
+        lowered = view.lower().replace("’", "'")
+        claims.update(dict.fromkeys(_claims_in(lowered)))
+        runs = runs or any(DECODE.search(c) and RUN.search(c) for c in _CLAUSE.split(lowered))
+    return tuple(claims), runs
+
+
+def _claims_in(lowered: str) -> list[str]:
+    return [name for name, rx in _CLAIMS for m in rx.finditer(lowered)
+            if not _NEGATED_CLAIM.search(lowered[max(0, m.start() - 24):m.start()])]
 
 
 def _spans(rx: re.Pattern[str], clause: str, starts: list[int]) -> list[tuple[int, int, str]]:
@@ -345,6 +376,7 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
     waivers = _spans(WAIVER, clause, starts)
     withouts = _spans(WITHOUT, clause, starts)
     weakeners = _spans(WEAKEN, clause, starts)  # "skip verifying": a weakening verb negates
+    checks = {first for first, _, _ in _spans(CHECK, clause, starts)}
 
     def after(at: int, objects: list[tuple[int, int, str]]) -> str | None:
         return next((o for a, _, o in objects if at < a <= at + _WINDOW), None)
@@ -359,6 +391,9 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
                 strong.append(f"refuses: {label}")
             else:
                 weak.append(label)
+        elif not (first in checks or after(first, control) is not None):
+            if not (before(first, negations) or before(first, withouts)):
+                strong.append(label)  # a negated generic verb ("can't wait") says nothing
         elif before(first, waivers, 4):
             weak.append("waives a check (no need to ...)")
         elif before(first, negations) or before(first, withouts) or before(first, weakeners, 2):

@@ -14,9 +14,10 @@ that `advice.read_advice` finds acted on) is:
   or touches none but merely mentions one (`surfaces.mentioned_surfaces`: "refunds go back to
   the original card"); or reads like an instruction to the agent (the injection classifier's
   score at or above `PROBATION_SCORE`, its decision boundary, below its hold threshold):
-  promoted, but served marked *unproven* and never as the only guidance on its surface (`recall.pipeline` marks it; the briefing says so), until it is
-  corroborated by successes credited by `CORROBORATING_SUCCESSES` recalls' feedback. A
-  reviewer's path is the hold: a held lesson a reviewer promotes is trusted.
+  promoted, but served marked *unproven* and never as the only guidance on its surface
+  (`recall.pipeline` marks it; the briefing says so), until it is corroborated by successes
+  credited by `CORROBORATING_SUCCESSES` recalls' feedback. A reviewer's path is the hold: a
+  held lesson a reviewer promotes is trusted.
 
 The decision is a pure function of the memory's immutable texts, so recall recomputes it (cached
 per text) instead of storing it: what the gate put on probation, recall finds on probation.
@@ -28,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from typing import Any
 
 from situated.screen.advice import Advice, read_advice
 from situated.screen.surfaces import mentioned_surfaces, sensitive_surfaces
@@ -64,11 +66,12 @@ class TrustDecision:
 def decide(texts: Iterable[str], allowed_tools: Iterable[str] | None = None) -> TrustDecision:
     """The decision for an inferred lesson whose texts (content, action) are `texts`."""
     allowed = None if allowed_tools is None else tuple(sorted(allowed_tools))
-    return _decide(" \n".join(t for t in texts if t), allowed)
+    return _decide(tuple(t for t in texts if t.strip()), allowed)
 
 
 @lru_cache(maxsize=4096)
-def _decide(text: str, allowed: tuple[str, ...] | None) -> TrustDecision:
+def _decide(texts: tuple[str, ...], allowed: tuple[str, ...] | None) -> TrustDecision:
+    text = " \n".join(texts)
     advice = read_advice(text)
     touched = sensitive_surfaces(text, allowed)
     if advice.weakens:
@@ -83,7 +86,9 @@ def _decide(text: str, allowed: tuple[str, ...] | None) -> TrustDecision:
                 (f"inferred, mentions {'/'.join(mentioned)}: on probation (served unproven, "
                  f"never alone on that surface, until {CORROBORATING_SUCCESSES} recalls credit "
                  "it with a success)",))
-        if text.strip() and load_model().screen(text).score >= PROBATION_SCORE:
+        # each field as the write path screened it (one batch): no text is classified twice
+        if texts and max(s.score for s in load_model().screen_many(list(texts))) \
+                >= PROBATION_SCORE:
             return TrustDecision(
                 Trust.PROBATION, ("instruction",), advice,
                 (f"inferred, reads like an instruction to the agent (injection classifier at "
@@ -113,8 +118,8 @@ def probation_surfaces(content: str, action: str | None, inferred: bool,
     return found.surfaces if found.trust is Trust.PROBATION else ()
 
 
-def trust_cache() -> list[object]:
+def trust_cache() -> list[Any]:
     """The caches keyed by memory text (erasure empties them)."""
     from situated.screen import advice
 
-    return [_decide, advice._read]
+    return [_decide, advice._read, advice._read_claims]

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from situated.models import Authority, Classification, MemoryRecord, State
 from situated.safety import disallowed_tools
-from situated.screen.advice import describe, read_advice
+from situated.screen.advice import describe, read_claims
 from situated.screen.surfaces import refused_links, view_findings
 from situated.screen.trust import Trust, decide
 from situated.textforms import nfkc_map
@@ -231,6 +231,8 @@ def find_sensitive(text: str) -> list[tuple[int, int, str]]:
     Every screen reads the NFKC form without format characters (`textforms.nfkc_map`:
     full-width digits and `＠`, a zero-width space inside an address), and each span found
     there is mapped back to the characters of `text` it came from."""
+    if text.isascii():  # its own NFKC form, without format characters
+        return list(_find_sensitive(text))
     form, starts, ends = nfkc_map(text)
     if form == text:
         return list(_find_sensitive(text))
@@ -469,22 +471,24 @@ class PoisoningGate:
         if rec.authority >= ctx.policy.review_authority:
             reasons.append(f"claims authority {rec.authority.label}, which needs review")
         refused = [r for t in texts for r in refused_links(t)]
-        advice = read_advice(joined)
-        if advice.runs_decoded:
+        decision = decide(texts, allowed)  # what the lesson (content, action) does to controls
+        advice = decision.advice
+        claims, runs_decoded = read_claims(joined)  # every field together: a split payload
+        if runs_decoded or advice.runs_decoded:
             refused.append("asks the agent to decode something and run or follow it")
         if refused:
             return rec, GateResult(
                 self.name, self.version, GateVerdict.REJECT, tuple(dict.fromkeys(refused))
             )
-        if advice.claims:
+        claims = tuple(dict.fromkeys((*advice.claims, *claims)))
+        if claims:
             reasons.append(
-                f"claims {' and '.join(advice.claims)}: policy comes from the run's Policy, "
+                f"claims {' and '.join(claims)}: policy comes from the run's Policy, "
                 "never from memory (a reviewer may read it; it is never served as guidance)")
         if advice.weakens:
             reasons.append(f"weakens a control ({describe(advice)})")
-        probation = ()
+        probation: tuple[str, ...] = ()
         if rec.authority is Authority.INFERRED:
-            decision = decide(texts, allowed)
             if decision.trust is Trust.HOLD:
                 # held whatever the promotion policy: a held proposal is never promoted
                 reasons.extend(r for r in decision.reasons if not advice.weakens

@@ -400,11 +400,16 @@ def tell_writer(report: GateReport, stacklevel: int) -> None:
 def forget_texts() -> None:
     """Empty every in-process cache that holds memory text, as erasure requires: recall's
     (`analysis.clear_text_caches`) and the write gates' (secrets found per text, the
-    classifier's screenings)."""
+    classifier's screenings, the advice and trust readings, NFKC forms)."""
     from situated.screen import classifier
+    from situated.screen.trust import trust_cache
+    from situated.textforms import nfkc_map
 
     clear_text_caches()
     _find_sensitive.cache_clear()
+    nfkc_map.cache_clear()
+    for cached in trust_cache():
+        cached.cache_clear()
     if classifier._MODEL is not None:
         classifier._MODEL.forget()
 
