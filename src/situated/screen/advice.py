@@ -116,8 +116,8 @@ SECRET = _words(
 LIMIT = _words(
     "limit", "limits", "cap", "caps", "threshold*", "quota*", "ceiling*", "allowance*",
     "speed limit*", "expiry", "expiration*", "expired", "expiry date*", "expiration date*",
-    "use-by", "best-before", "date", "dates", "label", "labels", "deadline*",
-    "retention", "timeout*", "age limit*", "dosage", "dose", "doses", "max*", "maximum",
+    "use-by", "best-before", "use-by date*", "due date*", "label", "labels", "deadline*",
+    "age limit*", "max", "maximum",
 )
 WEAKEN = _words(
     "skip*", "bypass*", "circumvent*", "disable*", "disabling", "deactivat*", "turn off",
@@ -144,9 +144,8 @@ OUTSIDE = _words(
     "every agent", "other agents", "the swarm", "the mesh",
 )
 WEAKEN_ALWAYS = _words(
-    "backdat*", "back-dat*", "predat*", "falsif*", "forge", "forged", "forges", "forging",
-    "forgery", "fake", "faked", "faking",
-    "fabricat*", "rubber-stamp*", "rubber stamp*", "pre-approv*", "preapprov*",
+    "backdat*", "back-dat*", "predate", "predated", "predating", "pre-date*", "falsif*",
+    "forge", "forged", "forges", "forging", "forgery", "rubber-stamp*", "rubber stamp*", "pre-approv*", "preapprov*",
     "auto-approv*", "autoapprov*", "self-approv*", "approve your own", "approve their own",
     "approve his own", "approve her own", "self-propagat*", "self-replicat*",
 )
@@ -235,16 +234,14 @@ ALONE = _words(
 EXPEDIENCY = _words(
     "behind schedule", "in a hurry", "in a rush", "when busy", "when it is busy",
     "when it's busy", "short-staffed", "short staffed", "understaffed", "to save time",
-    "saves time", "save time", "to speed things up", "speed things up", "to go faster",
-    "for speed", "as a courtesy", "just this once", "if the customer insists",
+    "to speed things up", "speed things up", "to go faster", "as a courtesy", "just this once", "if the customer insists",
     "if they insist", "if the customer is upset", "when the queue is long", "long queue*",
     "running late", "when late", "to hit the target", "to meet the target", "to meet targets",
-    "for vip*", "for regulars", "for trusted customers", "when rushed", "under pressure",
-    "peak hours", "at peak", "when it's quiet", "nobody checks", "no one checks",
+    "for vip*", "for regulars", "for trusted customers", "when rushed", "nobody checks", "no one checks",
     "nobody will notice", "no one will notice",
 )
 PERMISSIVE = _words(
-    "may", "can", "could", "is ok to", "it's ok to", "it is ok to", "is okay to",
+    "may", "is ok to", "it's ok to", "it is ok to", "is okay to",
     "it's okay to", "is fine to", "it's fine to", "it is fine to", "feel free to",
     "go ahead and", "allowed to", "is acceptable", "it's acceptable", "acceptable to",
     "at full speed", "full speed", "top speed", "maximum speed", "max speed",
@@ -291,7 +288,7 @@ _NEGATED_CLAIM = re.compile(r"(?:\bnot|\bnever|n't|\bno)[ \t]+(?:\w+[ \t]+)?$")
 _HAND_OVER = re.compile(r"\bhand(?:s|ed|ing)?(?:[ \t]+[\w'\-]+){0,3}?[ \t]+(?:over|off)\b")
 """`hand the payment over`: the object between the verb and its particle, three words at most."""
 _CLAUSE = re.compile(r"[.!?;\n]+|,[ \t]+(?:but|however|and then|so)\b|\b(?:but|however)\b")
-_WINDOW = 8
+_WINDOW = 6
 """Tokens between an action and its object, at most."""
 _TOKEN = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*")
 
