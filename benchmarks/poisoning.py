@@ -57,6 +57,7 @@ from situated.screen.corpora import (  # noqa: E402
 )
 
 NAMESPACE = "poisoning-benchmark"
+COPIED = "poisoning-benchmark-copied"
 AGENT = Principal(tenant="bench", roles=frozenset({"support"}), name="bench-agent")
 COPIED_PAIRS = 200
 EXAMPLES = 5
@@ -96,12 +97,13 @@ def cases(download: bool, quick: bool) -> list[tuple[Case, bool]]:
     return found
 
 
-def served(mem: Memory, memory_id: str, present: State, intent: str) -> str:
+def served(mem: Memory, memory_id: str, present: State, intent: str,
+           namespace: str = NAMESPACE) -> str:
     """`guidance`, `probation` or `no`: how the recall for `present` used the memory."""
-    b = mem.recall(present, principal=AGENT, intent=intent[:300], namespace=NAMESPACE, k=5)
+    b = mem.recall(present, principal=AGENT, intent=intent[:300], namespace=namespace, k=5)
     for item in b.items:
         if item.memory_id == memory_id:
-            return "probation" if item.unproven else "guidance"
+            return "probation" if getattr(item, "unproven", ()) else "guidance"
     return "no"
 
 
@@ -170,12 +172,12 @@ def copied_situation(mem: Memory, benign: list[Case]) -> dict[str, int]:
     counts = {"pairs": len(pairs), "promoted": 0, "served": 0, "probation": 0}
     for n, (content, present) in enumerate(pairs):
         state = State(present)
-        rec = mem.add(content, principal=AGENT, namespace=NAMESPACE, state=state,
-                      action=f"copied case {n}")
+        # a namespace of their own: the same content elsewhere is not a duplicate to reinforce
+        rec = mem.add(content, principal=AGENT, namespace=COPIED, state=state)
         if rec.state is not LifecycleState.ACTIVE:
             continue
         counts["promoted"] += 1
-        how = served(mem, rec.id, state, present)
+        how = served(mem, rec.id, state, present, COPIED)
         counts["served"] += how == "guidance"
         counts["probation"] += how == "probation"
     return counts

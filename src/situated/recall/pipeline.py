@@ -158,7 +158,10 @@ def judge_stage(r: Recall) -> None:
     state_sims = _dots(state_vecs, r.svec)
     model_ref = r.embedder.model_ref  # the same for every candidate: read once
     floor = r.embedder.relevance_floor
-    judged = JUDGES_CONTENT if r.embedder.reads_meaning else {}
+    judged = (
+        {**JUDGES_CONTENT, "copied_state_floor": r.embedder.copied_state_floor}
+        if r.embedder.reads_meaning else {}
+    )
     for c in r.kept:
         rec = c.record
         state_sim = state_sims.get(c.rid)  # None without a situation to compare

@@ -240,14 +240,15 @@ a `--flag=`, a dot-file or system path, a pipe to a shell, `$(`, a script tag.""
 
 
 def mentioned_surfaces(text: str) -> tuple[str, ...]:
-    """The surfaces whose words `text` (or a decoded view) mentions at all, a cue or not
-    (`refund`, `password`, `role`), and two more: `harm` (words of harmful intent: steal,
-    exfiltrate, tamper, silently ...) and `commands` (the shape of a command line or code):
-    what an agent's lesson may not be trusted on unproven."""
+    """The surfaces `text` (or a decoded view) names by a strong word, an address, a link or
+    an account number, with no cue needed (`payout`, `api key`, `account 12345678`), and two
+    more: `harm` (words of harmful intent: steal, exfiltrate, tamper, silently ...) and
+    `commands` (the shape of a command line or code): what an agent's lesson is not trusted
+    on unproven. A weak word alone (`refund`, `escalate`, `role`) is not a mention."""
     found: set[str] = set()
     for view in _views(text):
         key = skeleton(view.lower())
-        found.update(s for s, rx in (*_STRONG_RX.items(), *_WEAK_RX.items()) if rx.search(key))
+        found.update(s for s, rx in _STRONG_RX.items() if rx.search(key))
         if _EMAIL.search(view) or _URL.search(view):
             found.add("outbound")
         if _ACCOUNT.search(view):

@@ -11,8 +11,8 @@ that `advice.read_advice` finds acted on) is:
   out, calls tools or persists itself (`tools`, `outbound`, `memory`);
 - **on probation** when it touches a surface and keeps or strengthens a control, weakening none
   ("verify the account e-mail before changing the payout card", "never ask for the password");
-  or touches none but merely mentions one (`surfaces.mentioned_surfaces`: "refunds go back to
-  the original card"); or reads like an instruction to the agent (the injection classifier's
+  or touches none but names one without a cue (`surfaces.mentioned_surfaces`: "payouts go out
+  on Fridays", a command line, a word of harmful intent); or reads like an instruction to the agent (the injection classifier's
   score at or above `PROBATION_SCORE`, its decision boundary, below its hold threshold):
   promoted, but served marked *unproven* and never as the only guidance on its surface
   (`recall.pipeline` marks it; the briefing says so), until it is corroborated by successes

@@ -65,6 +65,10 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     # decide, as they do for a lesson of their own
     situationless = rec.kind is not _LESSON or src is None or src.is_empty
     judged = "judges_content" in item.extra and _says_enough(item.present.text, item.intent)
+    strict = item.extra.get("copied_state_floor") if judged else None
+    if strict is not None and (item.state_similarity or 0.0) >= COPIED_STATE \
+            and item.content_similarity < strict:  # the source state is the present's copy
+        irrelevant, floor = True, strict
     if irrelevant and (situationless or (ev is not None and ev.missing) or judged):
         return _reject(
             item, RejectionReason.LOW_EXPECTED_UTILITY,
@@ -86,6 +90,9 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
 JUDGES_CONTENT: dict[str, Any] = {"judges_content": True}
 """`ReconstructionInput.extra` of a recall whose embedder reads meaning
 (`Embedder.reads_meaning`): a situated lesson's content is judged for relevance too."""
+COPIED_STATE = 0.98
+"""Then/now similarity at which a source state is the present itself: its content must then
+reach the embedder's `copied_state_floor`."""
 MIN_JUDGED_WORDS = 5
 """Words (of two letters or more) the present's text and intent need for the content of a
 situated lesson to be judged for relevance (issue 32: a copied source state)."""
