@@ -239,16 +239,18 @@ _COMMAND = re.compile(
 a `--flag=`, a dot-file or system path, a pipe to a shell, `$(`, a script tag."""
 
 
-def mentioned_surfaces(text: str) -> tuple[str, ...]:
+def mentioned_surfaces(text: str, weak: bool = False) -> tuple[str, ...]:
     """The surfaces `text` (or a decoded view) names by a strong word, an address, a link or
     an account number, with no cue needed (`payout`, `api key`, `account 12345678`), and two
     more: `harm` (words of harmful intent: steal, exfiltrate, tamper, silently ...) and
     `commands` (the shape of a command line or code): what an agent's lesson is not trusted
-    on unproven. A weak word alone (`refund`, `escalate`, `role`) is not a mention."""
+    on unproven. With `weak`, a weak word alone (`refund`, `role`, `copy`) is a mention too."""
     found: set[str] = set()
     for view in _views(text):
         key = skeleton(view.lower())
         found.update(s for s, rx in _STRONG_RX.items() if rx.search(key))
+        if weak:
+            found.update(s for s, rx in _WEAK_RX.items() if rx.search(key))
         if _EMAIL.search(view) or _URL.search(view):
             found.add("outbound")
         if _ACCOUNT.search(view):
