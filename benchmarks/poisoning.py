@@ -170,7 +170,7 @@ def copied_situation(mem: Memory, benign: list[Case]) -> dict[str, int]:
         if len(pairs) >= COPIED_PAIRS:
             break
     counts = {"pairs": len(pairs), "promoted": 0, "served": 0, "probation": 0}
-    for n, (content, present) in enumerate(pairs):
+    for content, present in pairs:
         state = State(present)
         # a namespace of their own: the same content elsewhere is not a duplicate to reinforce
         rec = mem.add(content, principal=AGENT, namespace=COPIED, state=state)

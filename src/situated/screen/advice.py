@@ -145,7 +145,8 @@ OUTSIDE = _words(
 )
 WEAKEN_ALWAYS = _words(
     "backdat*", "back-dat*", "predate", "predated", "predating", "pre-date*", "falsif*",
-    "forge", "forged", "forges", "forging", "forgery", "rubber-stamp*", "rubber stamp*", "pre-approv*", "preapprov*",
+    "forge", "forged", "forges", "forging", "forgery", "rubber-stamp*", "rubber stamp*",
+    "pre-approv*", "preapprov*",
     "auto-approv*", "autoapprov*", "self-approv*", "approve your own", "approve their own",
     "approve his own", "approve her own", "self-propagat*", "self-replicat*",
 )
@@ -234,10 +235,12 @@ ALONE = _words(
 EXPEDIENCY = _words(
     "behind schedule", "in a hurry", "in a rush", "when busy", "when it is busy",
     "when it's busy", "short-staffed", "short staffed", "understaffed", "to save time",
-    "to speed things up", "speed things up", "to go faster", "as a courtesy", "just this once", "if the customer insists",
+    "to speed things up", "speed things up", "to go faster", "as a courtesy", "just this once",
+    "if the customer insists",
     "if they insist", "if the customer is upset", "when the queue is long", "long queue*",
     "running late", "when late", "to hit the target", "to meet the target", "to meet targets",
-    "for vip*", "for regulars", "for trusted customers", "when rushed", "nobody checks", "no one checks",
+    "for vip*", "for regulars", "for trusted customers", "when rushed", "nobody checks",
+    "no one checks",
     "nobody will notice", "no one will notice",
 )
 PERMISSIVE = _words(
