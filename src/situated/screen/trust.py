@@ -11,10 +11,11 @@ that `advice.read_advice` finds acted on) is:
   out, calls tools or persists itself (`tools`, `outbound`, `memory`);
 - **on probation** when it touches a surface and keeps or strengthens a control, weakening none
   ("verify the account e-mail before changing the payout card", "never ask for the password");
-  or touches none but names one without a cue (`surfaces.mentioned_surfaces`: "payouts go out
-  on Fridays", a command line, a word of harmful intent, or a weak word such as `refund` in a
-  lesson that keeps no control: "escalate the refund to billing" is trusted); or reads like
-  an instruction to the agent (the injection classifier's score at or above `PROBATION_SCORE`, its decision boundary, below its hold threshold):
+  or touches none but names one without a cue (`surfaces.mentioned_surfaces`: a link or an
+  account number, a command line, a word of harmful intent, or a weak word such as `refund` in
+  a lesson that keeps no control: "escalate the refund to billing" is trusted); or reads like
+  an instruction to the agent (the injection classifier's score at or above
+  `PROBATION_SCORE`, its decision boundary, below its hold threshold):
   promoted, but served marked *unproven* and never as the only guidance on its surface
   (`recall.pipeline` marks it; the briefing says so), until it is corroborated by successes
   credited by `CORROBORATING_SUCCESSES` recalls' feedback. A reviewer's path is the hold: a
