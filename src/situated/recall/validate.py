@@ -86,18 +86,19 @@ def never_guidance(content: str, action: str | None) -> str:
 def split_payloads(texts: list[str]) -> set[int]:
     """Indices of served texts that read as an injection, a policy claim or a request to
     decode and run only when joined with another served text (a payload split across
-    memories): the joined texts are screened in order and in reverse (`view_findings`,
-    `read_advice`); when they find what no single text has, every pair is screened to name
-    the parts."""
+    memories): the joined texts are screened in order and in reverse by the patterns and the
+    claim reading (`safety.injection_findings`, `advice.read_claims_plain`: cheap, gated by
+    literals; each text alone was screened with its decoded views too); when they find what
+    no single text has, every pair is screened to name the parts."""
     if len(texts) < 2:
         return set()
-    from situated.screen.advice import read_advice
-    from situated.screen.surfaces import view_findings
+    from situated.safety import injection_findings
+    from situated.screen.advice import read_claims_plain
 
     def found(text: str) -> set[str]:
-        advice = read_advice(text)
-        return {*view_findings(text), *advice.claims,
-                *(("decode and run",) if advice.runs_decoded else ())}
+        claims, runs = read_claims_plain(text)
+        return {*(f.reason for f in injection_findings(text)), *claims,
+                *(("decode and run",) if runs else ())}
 
     alone = set().union(*(found(t) for t in texts))
     if not any(found(" ".join(order)) - alone for order in (texts, texts[::-1])):

@@ -337,6 +337,23 @@ def _read_claims(views: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
     return tuple(claims), runs
 
 
+def read_claims_plain(text: str) -> tuple[tuple[str, ...], bool]:
+    """`read_claims` of the text as written, without its decoded views (cheap: what recall
+    screens served texts joined with)."""
+    lowered = text.lower()
+    if not _CLAIM_WORDS.search(lowered):
+        return (), False
+    return _read_claims((text,))
+
+
+_CLAIM_WORDS = re.compile(
+    r"polic|rule|guideline|sop|regulation|requirement|check|exempt|waiver|grandfather|carve|"
+    r"dispensation|exception|allowed|permitted|authori|entitled|cleared|approv|permission|"
+    r"clearance|sign-off|decod|deobfusc|unescap|base|hex|rot|revers|unscrambl|decipher|decrypt|"
+    r"encod|leet|ascii|char|b64")
+"""Stems every claim or decode-and-run match contains at least one of (a literal gate)."""
+
+
 def _claims_in(lowered: str) -> list[str]:
     return [name for name, rx in _CLAIMS for m in rx.finditer(lowered)
             if not _NEGATED_CLAIM.search(lowered[max(0, m.start() - 24):m.start()])]
