@@ -25,7 +25,8 @@ installed, never imported):
   and the injection classifier's held-out split (bastioncorpus, agentdojo, agent-injection-bench,
   jailbreak-corpus-mini).
 
-Writes `poisoning-benchmark.json` to `--out` (default `situated-eval/`).
+Writes `poisoning-benchmark.json` to `--out` (default `situated-eval/`). Needs PyYAML (memgar's
+patterns file; the `screen-build` extra) and the `minilm-static` embedder shipped with the package.
 """
 
 from __future__ import annotations
