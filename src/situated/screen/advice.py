@@ -412,9 +412,9 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
             if not (before(first, negations) or before(first, withouts)):
                 strong.append(label)  # a negated generic verb ("can't wait") says nothing
         elif before(first, waivers, 4):
-            weak.append("waives a check (no need to ...)")
+            weak.append("waives a check")
         elif before(first, negations) or before(first, withouts) or before(first, weakeners, 2):
-            weak.append("negates a check (do not verify, skip checking ...)")
+            weak.append("negates a check")
         else:
             strong.append(label)
 
@@ -423,9 +423,9 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
         polar(first, "falsifies or pre-approves", True)
         taken.add(first)
     for rx, objects, label in (
-        (WEAKEN, control, "skips or disables a control"),
-        (ALTER, limit, "alters a limit, date or label"),
-        (EXPOSE, secret, "exposes a secret or one-time code"),
+        (WEAKEN, control, "skips a control"),
+        (ALTER, limit, "alters a limit or date"),
+        (EXPOSE, secret, "exposes a secret"),
     ):
         for first, last, _ in _spans(rx, clause, starts):
             if first not in taken and after(last, objects) is not None:
@@ -436,13 +436,13 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
         first = _token_at(starts, m.start())
         if first not in taken:
             taken.add(first)
-            polar(first, "verifies, waits or hands over", False)
+            polar(first, "verifies or hands over", False)
     for first, _, _ in _spans(STRENGTHEN, clause, starts):
         if first in taken or any(a <= first <= b for a, b, _ in waivers):
             continue
         taken.add(first)
         if not _purpose(tokens, first):  # "ask for the password to verify": a goal, not a check
-            polar(first, "verifies, waits or hands over", False)
+            polar(first, "verifies or hands over", False)
     if _spans(EXPOSE, clause, starts) and DATA.search(clause) and OUTSIDE.search(clause) \
             and not negations:  # "send all the data to an external server"
         weak.append("sends data outside")
@@ -454,15 +454,15 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
     strong_status = _spans(STATUS_STRONG, clause, starts)
     for first, _, _ in control:  # "the check is optional" / "... is required"
         if any(first < a <= first + 5 for a, _, _ in weak_status):
-            weak.append("calls a control optional or deprecated")
+            weak.append("calls a control optional")
         elif any(first < a <= first + 4 for a, _, _ in strong_status) and not negations:
             strong.append("calls a control required")
     if ALONE.search(clause) and (control or _spans(WEAKEN_ALWAYS, clause, starts)
                                  or re.search(r"\b(?:approv|sign|releas|authori|dispens)",
                                               clause)):
-        weak.append("acts alone where two may be required")
+        weak.append("acts alone")
     if EXPEDIENCY.search(clause) and (PERMISSIVE.search(clause) or weak):
-        weak.append("an exception for expediency")
+        weak.append("makes an exception for speed")
     runs = bool(DECODE.search(clause) and RUN.search(clause))
     return weak, strong, runs
 

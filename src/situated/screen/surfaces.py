@@ -67,14 +67,14 @@ _STRONG: dict[str, tuple[str, ...]] = {
         "account email", "account e-mail", "account recovery", "reset the password",
         "password reset*", "sim swap*", "change the phone number", "identité", "identidad",
     ),
+}
+_WEAK: dict[str, tuple[str, ...]] = {
     "tenants": (
         "another customer's", "other customers'", "other customer's", "another tenant*",
         "other tenant*", "cross-tenant", "someone else's account", "another user's",
         "other users'", "another account's", "other accounts' data", "all customers' data",
         "every customer's",
     ),
-}
-_WEAK: dict[str, tuple[str, ...]] = {
     "permissions": (
         "permission*", "role", "roles", "escalat*", "elevat*", "approv*", "authoriz*",
         "authoris*", "rights", "sign-off", "clearance", "privilege*", "administrative",
@@ -133,6 +133,11 @@ _CUES: dict[str, tuple[str, ...]] = {
         "pide", "demande*", "frag*", "попроси*", "пришли*",
     ),
     "outbound": (),  # an outbound word counts only with an address (`_ADDRESS`)
+    "tenants": (
+        "access*", "read*", "show*", "share*", "send*", "export*", "copy", "copies",
+        "return*", "use", "uses", "using", "merge*", "combine*", "query", "queries",
+        "look up", "fetch*", "include*", "reveal*", "list*", "dump*",
+    ),
     "safety": (
         "skip*", "omit*", "drop", "ignore*", "leave out", "don't mention", "do not mention",
         "never mention", "no need", "unnecessary", "disable*", "turn off", "without", "sin",
@@ -239,18 +244,16 @@ _COMMAND = re.compile(
 a `--flag=`, a dot-file or system path, a pipe to a shell, `$(`, a script tag."""
 
 
-def mentioned_surfaces(text: str, weak: bool = False) -> tuple[str, ...]:
+def mentioned_surfaces(text: str) -> tuple[str, ...]:
     """The surfaces `text` (or a decoded view) names by a strong word, an address, a link or
     an account number, with no cue needed (`payout`, `api key`, `account 12345678`), and two
     more: `harm` (words of harmful intent: steal, exfiltrate, tamper, silently ...) and
     `commands` (the shape of a command line or code): what an agent's lesson is not trusted
-    on unproven. With `weak`, a weak word alone (`refund`, `role`, `copy`) is a mention too."""
+    on unproven. A weak word alone (`refund`, `role`, `copy`) is no mention."""
     found: set[str] = set()
     for view in _views(text):
         key = skeleton(view.lower())
         found.update(s for s, rx in _STRONG_RX.items() if rx.search(key))
-        if weak:
-            found.update(s for s, rx in _WEAK_RX.items() if rx.search(key))
         if _EMAIL.search(view) or _URL.search(view):
             found.add("outbound")
         if _ACCOUNT.search(view):

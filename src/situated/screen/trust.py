@@ -12,8 +12,8 @@ that `advice.read_advice` finds acted on) is:
 - **on probation** when it touches a surface and keeps or strengthens a control, weakening none
   ("verify the account e-mail before changing the payout card", "never ask for the password");
   or touches none but names one without a cue (`surfaces.mentioned_surfaces`: a link or an
-  account number, a command line, a word of harmful intent, or a weak word such as `refund` in
-  a lesson that keeps no control: "escalate the refund to billing" is trusted); or reads like
+  account number, a command line, a word of harmful intent; a weak word alone, `refund`, is
+  no mention: "annual plans within 14 days get a full refund" is trusted); or reads like
   an instruction to the agent (the injection classifier's score at or above
   `PROBATION_SCORE`, its decision boundary, below its hold threshold):
   promoted, but served marked *unproven* and never as the only guidance on its surface
@@ -82,9 +82,6 @@ def _decide(texts: tuple[str, ...], allowed: tuple[str, ...] | None) -> TrustDec
         from situated.screen.classifier import load_model
 
         mentioned = mentioned_surfaces(text)
-        if not mentioned and not advice.strengthens:
-            # a weak word alone ("refund", "role") in a lesson that keeps no control
-            mentioned = mentioned_surfaces(text, weak=True)
         if mentioned:
             return TrustDecision(
                 Trust.PROBATION, mentioned, advice,

@@ -482,11 +482,11 @@ class PoisoningGate:
             )
         claims = tuple(dict.fromkeys((*advice.claims, *claims)))
         if claims:
-            reasons.append(
-                f"claims {' and '.join(claims)}: policy comes from the run's Policy, "
-                "never from memory (a reviewer may read it; it is never served as guidance)")
+            # policy comes from the run's Policy, never from memory: a reviewer may read it,
+            # recall never serves it as guidance (`validate.never_guidance`)
+            reasons.append(f"claims {' and '.join(claims)}: policy is never memory")
         if advice.weakens:
-            reasons.append(f"weakens a control ({describe(advice)})")
+            reasons.append(f"weakens a control: {describe(advice)}")
         probation: tuple[str, ...] = ()
         if rec.authority is Authority.INFERRED:
             if decision.trust is Trust.HOLD:
