@@ -269,17 +269,20 @@ def _analysis_inputs_digest() -> str:
     """A digest of everything a stored analysis depends on: the patterns and the code that
     read a memory's text at write."""
     import hashlib
+    import importlib
     import inspect
 
-    from situated import conditions, models, safety
+    from situated import conditions, models, safety, textforms
     from situated.reader import lexicon, parse, tokens, types
     from situated.recall import analysis, briefing, compile
     from situated.recall import reading as rules
     from situated.screen import surfaces
 
+    screen_text = importlib.import_module("situated.screen.normalise")  # the module
+
     parts: list[object] = [
         safety._INJECTION, safety._TOOL_MENTION_PATTERN, sorted(safety._STOP),
-        safety._HIDDEN.pattern, safety._ENCODED.pattern, rules._SENTENCE_END.pattern,
+        safety.HIDDEN_REASON, safety._ENCODED.pattern, rules._SENTENCE_END.pattern,
         rules._TOKEN.pattern, rules._NUMBER.pattern, compile.ESTIMATE_VERSION,
         hashlib.sha256(Path(lexicon.__file__).with_name("data").joinpath(
             "lexicon.msgpack").read_bytes()).hexdigest(),
@@ -290,7 +293,9 @@ def _analysis_inputs_digest() -> str:
                safety.tool_mentions, conditions.parse_condition, conditions._parse,
                conditions._operand,
                models.State.describe, models._digest, compile.render_line,
-               compile.estimate_tokens, briefing.compute_unsafe, surfaces.view_findings):
+               compile.estimate_tokens, briefing.compute_unsafe, surfaces.view_findings,
+               textforms.hidden_controls, textforms._joins, screen_text._decodings,
+               screen_text._unleet):
         parts.append(inspect.getsource(fn))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
@@ -300,7 +305,7 @@ def test_stored_analyses_are_versioned_with_what_they_depend_on() -> None:
     # `analyze` computes changes, or `Analysis`'s fields change in any way (the stored form is
     # positional), bump `situated.recall.analysis.VERSION` (stored analyses of the old version
     # are then ignored and recomputed); either way, update the digest here.
-    assert (VERSION, _analysis_inputs_digest()) == (8, "413825470fbe89f9")
+    assert (VERSION, _analysis_inputs_digest()) == (9, "3cd28f80d966a3af")
 
 
 def test_recall_records_encode_like_json_dumps() -> None:

@@ -47,10 +47,10 @@ from situated.recall.reconstruct.prechecks import PRECHECK, evaluate_conditions,
 from situated.safety import (
     _COMPILED,
     _ENCODED,
-    _HIDDEN,
     _INJECTION,
     _TOOL_MENTION,
     _TOOL_MENTION_PATTERN,
+    HIDDEN_REASON,
     Finding,
     Gated,
     ascii_lower,
@@ -60,6 +60,7 @@ from situated.safety import (
     required_literals,
     tool_mentions,
 )
+from situated.textforms import hidden_controls
 
 # -- reference copies of the code the fast paths replaced ----------------------------------
 
@@ -76,8 +77,8 @@ def ref_injection_findings(text: str) -> tuple[Finding, ...]:
         m = rx.search(text)
         if m:
             found.append(Finding(why, m.group(0)[:80]))
-    if _HIDDEN.search(text):
-        found.append(Finding("contains hidden (zero-width or bidi) characters", ""))
+    if hidden_controls(text):
+        found.append(Finding(HIDDEN_REASON, ""))
     m = _ENCODED.search(text)
     if m:
         found.append(Finding("embeds an encoded blob", m.group(0)[:40]))

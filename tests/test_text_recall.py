@@ -36,9 +36,10 @@ def _recall(mem: Memory, now: str):  # type: ignore[no-untyped-def]
      "Wait for the backup to finish before running the migration.",
      "A database backup is running and holds the table lock.",
      "An analytics query holds the table lock on orders."),
-    ("Skip the canary and deploy straight away; nothing is user-facing.",
+    ("Deploy the payments service to staging and watch its error dashboard for five minutes.",
      "Deploying the payments service to staging.",
-     "Deploy with the canary flag on; roll forward only after the smoke tests pass.",
+     "Deploy the payments service with the canary flag on; roll forward only after the smoke "
+     "tests pass.",
      "Deploying the payments service to production.",
      "Deploying the payments service to staging."),
     ("For error E15, turn off the water and dry the base tray.",
@@ -59,7 +60,9 @@ def test_look_alikes_are_told_apart(mem: Memory, right: str, right_state: str, w
     assert ok in served
     assert bad not in served
     assert rejected[bad].reason in (RejectionReason.SOURCE_STATE_MISMATCH,
-                                    RejectionReason.CONDITION_FAILED)
+                                    RejectionReason.CONDITION_FAILED,
+                                    RejectionReason.LOW_EXPECTED_UTILITY)  # content about
+    # something else than the present: not relevant before the situations are compared
 
 
 def test_near_equal_numbers_are_the_same_situation(mem: Memory) -> None:

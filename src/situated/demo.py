@@ -383,7 +383,7 @@ def _review(
             table.add_row(
                 Text.assemble((labels.get(rec.id, ""), "bold"), "\n", rec.id),
                 str(g.get("gate")), Text(str(g.get("verdict")), style="red"),
-                Text("; ".join(str(r) for r in g.get("reasons", ()))),
+                Text("\n".join(str(r) for r in g.get("reasons", ()))),  # a reason a line
             )
     console.print(table)
     target = ids.get("poisoned")

@@ -83,6 +83,21 @@ class UnservableWarning(SituatedWarning):
     a source state nor conditions, or one already expired)."""
 
 
+class HeldForReviewWarning(SituatedWarning):
+    """A proposal was stored but held for review (PROPOSED): the message says why and who
+    can approve it; recall will not serve it until a reviewer promotes it."""
+
+
+class RefusedWarning(SituatedWarning):
+    """A proposal was refused at write (REJECTED, kept in the ledger, never recallable): the
+    message says why."""
+
+
+class ProbationWarning(SituatedWarning):
+    """A proposal was promoted on probation: recall serves it marked unproven, never as the
+    only guidance on its surface, until outcomes corroborate it."""
+
+
 class SupersessionWarning(SituatedWarning):
     """A new fact superseded an older one although it reads like an additional value."""
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from situated.textforms import hidden_controls
+
 _INJECTION = [
     (r"\b(ignore|disregard|forget|override)\b.{0,40}\b(instruction|prompt|rule|polic|guideline)",
      "tells the agent to ignore its instructions"),
@@ -51,7 +53,9 @@ _UNSAFE = [
     (r"\bchmod\s+777\b|\bcurl\b[^|]*\|\s*(ba)?sh\b", "recommends an unsafe shell command"),
 ]
 _INJECTION.extend(_UNSAFE)
-_HIDDEN = re.compile(r"[\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+HIDDEN_REASON = "contains hidden format characters (zero-width, bidi, soft hyphen or tags)"
+"""Unicode category Cf after NFKC (`situated.textforms.hidden_controls`), not a hand-listed
+range."""
 _ENCODED = re.compile(r"(?:[A-Za-z0-9+/]{40,}={0,2})|(?:\\x[0-9a-fA-F]{2}){8,}")
 _ENCODED_RUN = 40
 """The shortest run of base64 characters `_ENCODED` reports."""
@@ -181,8 +185,8 @@ def injection_findings(text: str) -> tuple[Finding, ...]:
         m = gated.search(text, lowered)
         if m:
             found.append(Finding(why, m.group(0)[:80]))
-    if lowered is None and _HIDDEN.search(text):  # an ASCII text holds no such character
-        found.append(Finding("contains hidden (zero-width or bidi) characters", ""))
+    if lowered is None and hidden_controls(text):  # an ASCII text holds no such character
+        found.append(Finding(HIDDEN_REASON, ""))
     m = _ENCODED.search(text) if _may_be_encoded(text) else None
     if m:
         found.append(Finding("embeds an encoded blob", m.group(0)[:40]))

@@ -28,6 +28,17 @@ class Embedder(ABC):
     not relevant to the present: measured per embedder on real text by
     `scripts/calibrate_relevance.py` (the built-ins set theirs); None: no floor."""
 
+    copied_state_floor: float | None = None
+    """The stricter content similarity a situated lesson needs when its source state is the
+    present itself (then/now similarity `prechecks.COPIED_STATE` or more): a copied situation
+    vouches for nothing, so the content alone must be about the present. Measured like
+    `relevance_floor` (`scripts/calibrate_relevance.py`, the floor 5% of unrelated pairs
+    reach); None: the ordinary floor."""
+    reads_meaning: bool = True
+    """Whether similarity reflects what texts are about, not only the words they share: then
+    a situated lesson's content is judged for relevance too (a source state copied from the
+    present does not make unrelated content relevant). The hash embedder shares words only."""
+
     @property
     def model_ref(self) -> str:
         """`name@version:dim`, the identity stored with every vector."""

@@ -67,6 +67,7 @@ class HashEmbedder(Embedder):
 
     name = "hash"
     version = "1"
+    reads_meaning = False
 
     def __init__(self, dim: int = 256) -> None:
         if dim < 2:

@@ -110,6 +110,9 @@ class GuidanceItem:
     tokens: int = 0
     checked: tuple[str, ...] = ()
     """The facts checked against the present and found to hold ("replica lag: 280 s")."""
+    unproven: tuple[str, ...] = ()
+    """The sensitive surfaces this item is on probation for (`situated.screen.trust`): an
+    agent's lesson not yet corroborated; never act on it alone. Empty: proven guidance."""
 
 
 @quick_init
@@ -237,11 +240,17 @@ class Briefing:
                 + ", ".join(self.missing_facts)
             ),
         }[self.mode]
+        if self.mode is Mode.NO_APPLICABLE_MEMORY and self.items:
+            head = ("No proven past experience applies to this state. Act on your own "
+                    "reasoning; the unproven items below are on probation, never guidance "
+                    "on their own.")
         lines.append(head)
         for item in shown:
             label = f"{item.authority}, {item.verdict.value.lower()}, {item.confidence:.2f}"
             if item.kind == "preference":
                 label = f"the user's preference, {label}"  # never evidence on a fact
+            if item.unproven:
+                label += f", unproven: on probation ({'/'.join(item.unproven)})"
             body = " ".join(item.text.split())
             lines.append(f"> [{item.memory_id}] ({label}) {body}")
             if item.adaptations:
@@ -251,6 +260,10 @@ class Briefing:
                 lines.append(f">   checked: {'; '.join(' '.join(c.split()) for c in item.checked)}")
         if withheld:
             lines.append(f"({withheld} item(s) withheld: their text read as instruction.)")
+        unproven = sum(1 for i in shown if i.unproven)
+        if unproven:
+            lines.append(f"({unproven} unproven item(s): an agent's lessons on a sensitive "
+                         "surface, not yet corroborated; never act on one alone.)")
         return "\n".join(lines)
 
     def messages(self) -> list[dict[str, str]]:
@@ -334,7 +347,8 @@ def _item_dict(i: GuidanceItem) -> dict[str, Any]:
         "confidence": i.confidence, "scores": scores_dict(i.scores), "kind": i.kind,
         "authority": i.authority, "source_state": i.source_state,
         "adaptations": _seq(i.adaptations, list(i.adaptations)), "tokens": i.tokens,
-        "checked": list(i.checked),
+        "checked": _seq(i.checked, list(i.checked)),
+        "unproven": _seq(i.unproven, list(i.unproven)),
     }
 
 

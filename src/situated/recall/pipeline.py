@@ -19,7 +19,7 @@ import numpy as np
 
 from situated.embed.base import Embedder, Vector
 from situated.errors import ModelError
-from situated.models import Principal, State, utcnow
+from situated.models import Authority, Principal, State, utcnow
 from situated.reader import Reading, read
 from situated.recall.analysis import Analysis, decode
 from situated.recall.briefing import (
@@ -40,12 +40,13 @@ from situated.recall.briefing import (
 from situated.recall.compile import knapsack, render_line, token_counter
 from situated.recall.dedupe import collapse
 from situated.recall.reconstruct.base import Policy, ReconstructionInput, Reconstructor
-from situated.recall.reconstruct.prechecks import PresentFacts, precheck
+from situated.recall.reconstruct.prechecks import JUDGES_CONTENT, PresentFacts, precheck
 from situated.recall.reconstruct.rules import RulesReconstructor
 from situated.recall.retrieve import Candidate, retrieve
 from situated.recall.score import score
-from situated.recall.validate import validate
+from situated.recall.validate import split_payloads, validate
 from situated.screen.classifier import load_model
+from situated.screen.trust import probation_surfaces
 from situated.store.contract import StoreContract as Store
 from situated.store.scope import Eligibility
 from situated.store.values import StoredRecall
@@ -161,6 +162,10 @@ def judge_stage(r: Recall) -> None:
     model_ref = r.embedder.model_ref  # the same for every candidate: read once
     present_reading = r.present_reading = read(req.state.text)  # the present, read once
     floor = r.embedder.relevance_floor
+    judged = (
+        {**JUDGES_CONTENT, "copied_state_floor": r.embedder.copied_state_floor}
+        if r.embedder.reads_meaning else {}
+    )
     for c in r.kept:
         rec = c.record
         state_sim = state_sims.get(c.rid)  # None without a situation to compare
@@ -170,6 +175,7 @@ def judge_stage(r: Recall) -> None:
             content_similarity=c.content_similarity, relevance=c.relevance,
             policy=policy, embedder=model_ref, present_fingerprint=state_hash,
             analysis=analysis, relevance_floor=floor, present_reading=present_reading,
+            extra=judged,
         )
         # 4 reconstruct: deterministic pre-checks first, then the reconstructor
         recon = precheck(item, r.as_of)
@@ -267,14 +273,17 @@ def compile_stage(r: Recall) -> None:
         )
         trace.append(StageTrace(rec.id, "compile", "SERVED", {"tokens": tokens}))
 
+    items = _trusted(items, r)
     missing = tuple(
         dict.fromkeys(
             f for x in recons.values() if x.verdict is Verdict.INSUFFICIENT_EVIDENCE
             for f in x.missing_facts
         )
     )
-    if items:
+    if any(not i.unproven for i in items):
         mode = Mode.GUIDED
+    elif items:
+        mode = Mode.NO_APPLICABLE_MEMORY  # unproven items only: never guidance on their own
     elif missing:
         mode = Mode.INSUFFICIENT_EVIDENCE
     else:
@@ -304,6 +313,32 @@ def _read_lines(r: Recall) -> tuple[str, ...]:
             continue
         lines.append(f"{f.label()}: {f.value_text()} (read from {text[f.start:f.end]!r})")
     return tuple(dict.fromkeys(lines))
+
+
+def _trusted(items: list[GuidanceItem], r: Recall) -> list[GuidanceItem]:
+    """The served items with a payload split across them taken out (SUSPECTED_POISONING)
+    and the unproven ones marked (`screen.trust`: an agent's uncorroborated lesson on a
+    sensitive surface, on probation)."""
+    split = split_payloads([i.text for i in items])
+    kept: list[GuidanceItem] = []
+    records = {c.record.id: c.record for c in r.kept}
+    for n, item in enumerate(items):
+        rec = records[item.memory_id]
+        if n in split:
+            detail = "reads as an injection or a claim only joined with another served memory"
+            r.rejected.append(Rejected(rec.id, RejectionReason.SUSPECTED_POISONING, detail,
+                                       "validate", item.verdict, item.scores))
+            r.trace.append(StageTrace(rec.id, "validate", "SUSPECTED_POISONING", detail=detail))
+            continue
+        surfaces = probation_surfaces(rec.content, rec.source.action,
+                                      rec.authority is Authority.INFERRED,
+                                      rec.counters.successes)
+        if surfaces:
+            item = replace(item, unproven=surfaces)
+            r.trace.append(StageTrace(rec.id, "compile", "UNPROVEN",
+                                      detail="on probation: " + "/".join(surfaces)))
+        kept.append(item)
+    return kept
 
 
 def record_stage(r: Recall) -> None:

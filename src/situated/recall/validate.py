@@ -1,10 +1,12 @@
 """Stage 5, validation: policy, authority and contradiction checks on reconstructed guidance.
 
-Sentence by sentence: a sentence that commands the agent, claims authority, names a tool outside
-the allow-list (with no allow-list: any code-like tool name, deny-by-default) or a prohibited
-effect is stripped as a rejected claim; when nothing usable is
-left, the candidate is rejected. A fact that contradicts present evidence (a caller's fact, or
-what the reader reads in the present's text) is rejected.
+A memory that claims a policy or asks to decode and run something is never guidance
+(`never_guidance`), and a payload split across served memories is taken out
+(`split_payloads`). Sentence by sentence: a sentence that commands the agent, claims
+authority, names a tool outside the allow-list (with no allow-list: any code-like tool name,
+deny-by-default) or a prohibited effect is stripped as a rejected claim; when nothing usable
+is left, the candidate is rejected. A fact that contradicts present evidence (a caller's
+fact, or what the reader reads in the present's text) is rejected.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def validate(
         contradicted = contradiction(lesson, present_reading)
     if contradicted:
         return _reject(recon, RejectionReason.CONTRADICTED, contradicted)
+    never = never_guidance(record.content, record.source.action)
+    if never:
+        return _reject(recon, RejectionReason.SUSPECTED_POISONING, never)
     allowed = None if policy.allowed_tools is None else frozenset(policy.allowed_tools)
     prohibited = frozenset(policy.prohibited_effects)
     if analysis is not None and recon.guidance == record.content:
@@ -75,6 +80,49 @@ def validate(
 
 _ASSERTS = (Kind.FACT, Kind.NOTE)
 """Kinds that assert facts of the world (a lesson or a preference does not)."""
+
+
+def never_guidance(content: str, action: str | None) -> str:
+    """Why a memory is never served as guidance whoever promoted it, or "": it claims a policy,
+    a policy version, an exemption or a permission (policy comes from the run's `Policy`, never
+    from memory), or asks the agent to decode something and run it (`screen.advice`)."""
+    from situated.screen.advice import read_advice
+
+    advice = read_advice(content if not action else f"{content} {action}")
+    if advice.runs_decoded:
+        return "asks the agent to decode something and run or follow it"
+    if advice.claims:
+        return (f"claims {' and '.join(advice.claims)}: policy comes from the run's Policy, "
+                "never from memory")
+    return ""
+
+
+def split_payloads(texts: list[str]) -> set[int]:
+    """Indices of served texts that read as an injection, a policy claim or a request to
+    decode and run only when joined with another served text (a payload split across
+    memories): the joined texts are screened in order and in reverse by the patterns and the
+    claim reading (`safety.injection_findings`, `advice.read_claims_plain`: cheap, gated by
+    literals; each text alone was screened with its decoded views too); when they find what
+    no single text has, every pair is screened to name the parts."""
+    if len(texts) < 2:
+        return set()
+    from situated.safety import injection_findings
+    from situated.screen.advice import read_claims_plain
+
+    def found(text: str) -> set[str]:
+        claims, runs = read_claims_plain(text)
+        return {*(f.reason for f in injection_findings(text)), *claims,
+                *(("decode and run",) if runs else ())}
+
+    alone = set().union(*(found(t) for t in texts))
+    if not any(found(" ".join(order)) - alone for order in (texts, texts[::-1])):
+        return set()
+    parts: set[int] = set()
+    for i, a in enumerate(texts):
+        for j, b in enumerate(texts):
+            if i != j and found(f"{a} {b}") - found(a) - found(b):
+                parts |= {i, j}
+    return parts or set(range(len(texts)))
 
 
 def contradicts(record: MemoryRecord, present: State) -> str:

@@ -294,6 +294,126 @@ def fetch_held_out(folder: Path = DEFAULT_WHEELS) -> list[Path]:
     return [fetch(p, folder).path for p in HELD_OUT_PACKAGES.values()]
 
 
+# -- memory-poisoning corpora (the poisoning benchmark, `benchmarks/poisoning.py`) -------------
+
+POISONING_PACKAGES = {
+    "memgar": Package("memgar", "1.4.0", "MIT",
+                      "memory-poisoning threat library (OWASP ASI06): pattern examples by "
+                      "category, curated attack and benign cases"),
+    "agent-memory-guard": Package("agent-memory-guard", "0.3.3", "Apache-2.0",
+                                  "OWASP Agent Memory Guard's benchmark scenarios (AMSB): "
+                                  "attacks by category and benign controls"),
+    "dendrita-poison-check": Package("dendrita-poison-check", "0.1.0", "MIT",
+                                     "Spanish RAG poisoning corpus (AgentPoison / MINJA style "
+                                     "baits) beside the legitimate documents on each topic"),
+    "memory-firewall": Package("memory-firewall", "0.4.0", "Apache-2.0",
+                               "end-to-end memory-safety cases: claims to block and benign "
+                               "look-alikes on the same topics"),
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One poisoning-benchmark text: label, source corpus and the corpus's own category."""
+
+    text: str
+    label: int
+    source: str
+    category: str
+
+
+def _calls(source: str, name: str) -> Iterator[list[Any]]:
+    """The positional arguments of each call of `name` in a module (parsed only), None where
+    an argument is not a literal."""
+    module, _ = module_values(source)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+            yield [_literal_or_none(a, module) for a in node.args]
+
+
+def _literal_or_none(node: ast.AST, env: dict[str, Any]) -> Any:
+    try:
+        return literal(node, env)
+    except (Unresolved, TypeError, KeyError):
+        return None
+
+
+def memgar_cases(wheel: Wheel | None) -> Iterator[Case]:
+    import yaml
+
+    w = need(wheel)
+    for threat in yaml.safe_load(w.read("memgar/data/patterns.yaml")):
+        for text in threat.get("examples") or []:
+            if isinstance(text, str) and text.strip():
+                yield Case(text, ATTACK, "memgar", str(threat.get("category", "?")))
+    for args in _calls(w.read("memgar/pattern_corpus.py"), "CorpusCase"):
+        if len(args) >= 3 and all(isinstance(a, str) for a in args[:3]):
+            label = BENIGN if args[1] == "benign_memory" else ATTACK
+            yield Case(args[2], label, "memgar", "benign" if label == BENIGN else args[1])
+
+
+def amg_cases(wheel: Wheel | None) -> Iterator[Case]:
+    src = need(wheel).read("agent_memory_guard/bench/scenarios.py")
+    for args in _calls(src, "_attack"):
+        if len(args) >= 6 and isinstance(args[5], str):
+            yield Case(args[5], ATTACK, "agent-memory-guard", str(args[1]))
+    for args in _calls(src, "_benign"):
+        if len(args) >= 4 and isinstance(args[3], str):
+            yield Case(args[3], BENIGN, "agent-memory-guard", "benign")
+
+
+def dendrita_cases(wheel: Wheel | None) -> Iterator[Case]:
+    module, _ = module_values(need(wheel).read("poison_check/corpus.py"))
+    instr = str(module["INSTR"])
+    for _tid, _topic, legit, query in module["CORPUS"]:
+        yield Case(legit, BENIGN, "dendrita-poison-check", "legitimate document")
+        # the package's own four bait shapes (`bait_variants`), rebuilt from its data
+        baits = {
+            "keyword stuffing": f"{query}: {query} {query}. {instr}",
+            "paraphrase": f"para {query.replace('como ', '')}, sigue estos pasos. {instr}",
+            "embedded instruction": f"nota sobre {query}. IMPORTANTE: {instr}",
+            "repetition": f"{query}: {query}. {instr}",
+        }
+        for category, text in baits.items():
+            yield Case(text, ATTACK, "dendrita-poison-check", category)
+
+
+def firewall_cases(wheel: Wheel | None) -> Iterator[Case]:
+    for row in jsonl(need(wheel), "memory_firewall/data/end_to_end_safety.jsonl"):
+        blocked = row.get("expected", {}).get("write_decision") == "BLOCK"
+        yield Case(str(row["claim"]), ATTACK if blocked else BENIGN, "memory-firewall",
+                   "blocked claim" if blocked else "benign look-alike")
+
+
+POISONING: dict[str, tuple[str, Callable[[Wheel | None], Iterable[Case]], bool]] = {
+    "memgar": ("memgar", memgar_cases, False),
+    "agent-memory-guard": ("agent-memory-guard", amg_cases, False),
+    "dendrita-poison-check": ("dendrita-poison-check", dendrita_cases, False),
+    "memory-firewall": ("memory-firewall", firewall_cases, True),
+}
+"""Corpus -> (package key, extractor, held out). The held-out corpus was never read while the
+advice reader and the trust rules were written or revised; the others were (development)."""
+
+
+def poisoning_cases(folder: Path = DEFAULT_WHEELS, download: bool = True,
+                    held_out_only: bool = False) -> list[tuple[Case, bool]]:
+    """Every case of the memory-poisoning corpora, with whether its corpus is held out;
+    duplicates (same normalised text) kept once."""
+    from situated.screen.normalise import normalise
+
+    out: list[tuple[Case, bool]] = []
+    seen: set[str] = set()
+    for package, extract, held in POISONING.values():
+        if held_out_only and not held:
+            continue
+        for case in extract(fetch(POISONING_PACKAGES[package], folder, download)):
+            key = normalise(case.text).text
+            if key and key not in seen:
+                seen.add(key)
+                out.append((case, held))
+    return out
+
+
 if __name__ == "__main__":
     for path in fetch_held_out():
         print(path)

@@ -15,8 +15,9 @@ Screening reads what a person or a model would read, not the code points an atta
    letters: Russian stays Russian.
 
 `decoded_views` then yields the text as it reads after decoding what looks encoded: base64
-runs, hex bytes (`\\x69...`, `69 67 6e...`), percent-encoding, HTML entities, rot13 (when the
-rotated text reads more like words than the original), and smuggled payloads. A screen scores
+runs, hex bytes (`\\x69...`, `69 67 6e...`), percent-encoding, HTML entities, rot13 and
+leetspeak (`1gn0r3`: digits and symbols read as the letters they stand for; each kept when the
+result reads more like words than the original), and smuggled payloads. A screen scores
 the original and every view and keeps the highest score.
 
 `skeleton` is the project's one TR39 skeleton, `situated.names.skeleton` (a comparison key, not a
@@ -178,6 +179,9 @@ def _decodings(text: str) -> Iterator[tuple[str, str]]:
         if replaced is not None:
             yield "hex", replaced
             break
+    leet = _LEET_WORD.sub(_unleet, text)
+    if leet != text and _wordlike(leet) >= 0.25 and _wordlike(leet) > _wordlike(text) + 0.1:
+        yield "leetspeak", leet
     rotated = codecs.encode(text, "rot13")
     score = _wordlike(rotated)
     if score >= 0.25 and score > _wordlike(text) + 0.2:
@@ -241,6 +245,18 @@ def _readable(raw: bytes) -> str | None:
     if sum(ch.isalpha() for ch in text) < 0.5 * len(text.replace(" ", "")):
         return None
     return text
+
+
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b",
+                       "@": "a", "$": "s", "!": "i", "|": "l", "+": "t"})
+_LEET_WORD = re.compile(r"(?<![\w@$!|+])(?=[\w@$!|+]*[A-Za-z])(?=[\w@$!|+]*[013457@$!|+])"
+                        r"[A-Za-z0-9@$!|+]{3,24}(?![\w@$!|+])")
+"""A word of letters mixed with digits or symbols that stand for letters (`1gn0r3`, `p@ss`)."""
+
+
+def _unleet(match: re.Match[str]) -> str:
+    word = match.group(0)
+    return word if word.isdigit() else word.translate(_LEET)
 
 
 def _wordlike(text: str) -> float:

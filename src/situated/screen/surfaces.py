@@ -32,7 +32,8 @@ from situated.names import skeleton
 from situated.safety import allow_list, denied_tools, injection_findings, tool_mentions
 from situated.screen.normalise import decoded_views, normalise
 
-SURFACES = ("tools", "permissions", "money", "credentials", "outbound", "safety", "memory")
+SURFACES = ("tools", "permissions", "money", "credentials", "identity", "tenants", "outbound",
+            "safety", "memory")
 """The sensitive surfaces, in the order reasons name them."""
 
 _STRONG: dict[str, tuple[str, ...]] = {
@@ -59,8 +60,21 @@ _STRONG: dict[str, tuple[str, ...]] = {
         "sin advertencia", "sans avertissement", "ohne warnung",
     ),
     "memory": ("re-add*", "readd*", "re-insert*", "reinsert*", "re-create it", "recreate it"),
+    "identity": (
+        "identity verification", "identity check*", "id check*", "verify identity",
+        "verify their identity", "kyc", "passport*", "driver's licen*", "drivers licen*",
+        "date of birth", "social security number*", "account owner*", "account holder*",
+        "account email", "account e-mail", "account recovery", "reset the password",
+        "password reset*", "sim swap*", "change the phone number", "identité", "identidad",
+    ),
 }
 _WEAK: dict[str, tuple[str, ...]] = {
+    "tenants": (
+        "another customer's", "other customers'", "other customer's", "another tenant*",
+        "other tenant*", "cross-tenant", "someone else's account", "another user's",
+        "other users'", "another account's", "other accounts' data", "all customers' data",
+        "every customer's",
+    ),
     "permissions": (
         "permission*", "role", "roles", "escalat*", "elevat*", "approv*", "authoriz*",
         "authoris*", "rights", "sign-off", "clearance", "privilege*", "administrative",
@@ -119,6 +133,11 @@ _CUES: dict[str, tuple[str, ...]] = {
         "pide", "demande*", "frag*", "попроси*", "пришли*",
     ),
     "outbound": (),  # an outbound word counts only with an address (`_ADDRESS`)
+    "tenants": (
+        "access*", "read*", "show*", "share*", "send*", "export*", "copy", "copies",
+        "return*", "use", "uses", "using", "merge*", "combine*", "query", "queries",
+        "look up", "fetch*", "include*", "reveal*", "list*", "dump*",
+    ),
     "safety": (
         "skip*", "omit*", "drop", "ignore*", "leave out", "don't mention", "do not mention",
         "never mention", "no need", "unnecessary", "disable*", "turn off", "without", "sin",
@@ -134,7 +153,7 @@ WHOLE_TEXT = frozenset({"memory"})
 the memory as a whole: "remember this. Re-add it if deleted.")."""
 
 _URL = re.compile(r"(?i)\b(?:https?|ftp)://[^\s<>\"'`)\]]+|\bwww\.[^\s<>\"'`)\]]+")
-_EMAIL = re.compile(r"\b[\w.%+\-]+@[\w.\-]+\.[A-Za-z]{2,}\b")
+_EMAIL = re.compile(r"(?<![\w.%+\-])[\w.%+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[^\W\d_]{2,}(?![\w\-])")
 _MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\s*\(|<\s*img\b", re.IGNORECASE)
 _PLACEHOLDER = re.compile(
     r"\{[^{}\s]{0,40}\}|\$\{?[A-Za-z_]\w*|%s|%d|%\([A-Za-z_]\w*\)|<[A-Za-z_]\w*>"
@@ -180,6 +199,11 @@ def _views(text: str) -> tuple[str, ...]:
     return tuple(v.text for v in decoded_views(normalise(text)))
 
 
+def text_views(text: str) -> tuple[str, ...]:
+    """The normalised text and its decoded views (`normalise.decoded_views`), cached."""
+    return _views(text)
+
+
 def views_cache() -> Any:
     """The cache of decoded views (memory text): erasure empties it."""
     return _views
@@ -201,6 +225,44 @@ def sensitive_surfaces(text: str, allowed_tools: Iterable[str] | None = None) ->
     for view in _views(text):
         found.update(_surfaces_of(view, allowed))
     return tuple(s for s in SURFACES if s in found)
+
+
+_HARM = re.compile(
+    r"(?<!\w)(?:steal\w*|stole|exfiltrat\w*|skim\w*|hijack\w*|poison\w*|tamper\w*|sabotag\w*|"
+    r"spoof\w*|impersonat\w*|evad\w*|evasion|exploit\w*|backdoor\w*|phish\w*|ransom\w*|"
+    r"malware|malicious|keylog\w*|keystroke\w*|siphon\w*|launder\w*|embezzl\w*|extort\w*|"
+    r"coerc\w*|blackmail\w*|sybil|ddos|brute[- ]?forc\w*|jailbreak\w*|misinformation|"
+    r"disinformation|decoy\w*|covert\w*|covertly|silently|secretly|undetected|unnoticed|"
+    r"without (?:anyone|them|the user|the customer) (?:knowing|noticing))(?!\w)")
+"""Words of harmful intent: a lesson mentioning one is never proven guidance unseen."""
+_COMMAND = re.compile(
+    r"(?:^|[\s;|&`$(])(?:sudo|curl|wget|bash|sh|zsh|powershell|cmd|chmod|chown|rm|cat|scp|ssh|"
+    r"nc|ncat|netcat|docker|kubectl|helm|aws|az|gcloud|gsutil|bq|pip|npm|git|eval|exec|python3?|"
+    r"node|psql|mysql|mongo|redis-cli|etcdctl|terraform|openssl|base64)[ \t]+[^\s]+"
+    r"|(?<!\w)--?[a-z][\w-]*=|~/\.|/etc/|/bin/|\|[ \t]*(?:ba)?sh\b|\$\(|<script|\bimport os\b")
+"""The shape of a command line or code an agent would run: a known program with an argument,
+a `--flag=`, a dot-file or system path, a pipe to a shell, `$(`, a script tag."""
+
+
+def mentioned_surfaces(text: str) -> tuple[str, ...]:
+    """The surfaces `text` (or a decoded view) names by a strong word, an address, a link or
+    an account number, with no cue needed (`payout`, `api key`, `account 12345678`), and two
+    more: `harm` (words of harmful intent: steal, exfiltrate, tamper, silently ...) and
+    `commands` (the shape of a command line or code): what an agent's lesson is not trusted
+    on unproven. A weak word alone (`refund`, `role`, `copy`) is no mention."""
+    found: set[str] = set()
+    for view in _views(text):
+        key = skeleton(view.lower())
+        found.update(s for s, rx in _STRONG_RX.items() if rx.search(key))
+        if _EMAIL.search(view) or _URL.search(view):
+            found.add("outbound")
+        if _ACCOUNT.search(view):
+            found.add("money")
+        if _HARM.search(view.lower()):
+            found.add("harm")
+        if _COMMAND.search(view):
+            found.add("commands")
+    return tuple(s for s in (*SURFACES, "harm", "commands") if s in found)
 
 
 def _surfaces_of(view: str, allowed: frozenset[str] | None) -> set[str]:

@@ -329,6 +329,8 @@ class ItemDoc(_Doc):
     adaptations: list[str]
     tokens: int
     checked: list[str] = []
+    unproven: list[str] = []
+    """Surfaces an agent's uncorroborated lesson is on probation for: never act on it alone."""
 
 
 class RejectedDoc(_Doc):

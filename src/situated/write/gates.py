@@ -21,13 +21,19 @@ from typing import Any, Protocol
 
 from situated.models import Authority, Classification, MemoryRecord, State
 from situated.safety import disallowed_tools
-from situated.screen.surfaces import refused_links, sensitive_surfaces, view_findings
+from situated.screen.advice import describe, read_claims
+from situated.screen.surfaces import refused_links, view_findings
+from situated.screen.trust import Trust, decide
+from situated.textforms import nfkc_map
 
 
 class GateVerdict(StrEnum):
     """What a gate decided."""
 
     PASS = "pass"
+    PROBATION = "probation"
+    """Passes, on probation: an inferred lesson on a sensitive surface, served unproven until
+    corroborated (`situated.screen.trust`)."""
     REDACTED = "redacted"
     HOLD = "hold"
     REJECT = "reject"
@@ -104,7 +110,10 @@ class SchemaGate:
 
 # -- secrets and PII -----------------------------------------------------------------------
 
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
+_EMAIL = re.compile(r"(?<![\w.%+\-])[\w.%+\-]+@[\w\-]+(?:\.[\w\-]+)+")
+"""An e-mail address in any script, read on the NFKC form (full-width `＠` is `@` there); its
+last label must be letters (`_email_spans`). The look-behind starts a match only at the start
+of a run, so the search is linear."""
 _CARD = re.compile(r"\b(?:\d[ -]?){13,19}\b")
 _EXTRA_SECRETS = [
     re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}\b"),
@@ -217,8 +226,18 @@ def _plugin_values(text: str) -> list[tuple[str, str]]:
 
 
 def find_sensitive(text: str) -> list[tuple[int, int, str]]:
-    """Spans (start, end, kind) of secrets and PII in `text`."""
-    return list(_find_sensitive(text))
+    """Spans (start, end, kind) of secrets and PII in `text`.
+
+    Every screen reads the NFKC form without format characters (`textforms.nfkc_map`:
+    full-width digits and `＠`, a zero-width space inside an address), and each span found
+    there is mapped back to the characters of `text` it came from."""
+    if text.isascii():  # its own NFKC form, without format characters
+        return list(_find_sensitive(text))
+    form, starts, ends = nfkc_map(text)
+    if form == text:
+        return list(_find_sensitive(text))
+    spans = [(starts[s], ends[e - 1], k) for s, e, k in _find_sensitive(form) if e > s]
+    return _merge(spans)
 
 
 @lru_cache(maxsize=16_384)
@@ -244,14 +263,27 @@ def _find_sensitive(text: str) -> tuple[tuple[int, int, str], ...]:
                     spans.append((m.start(3), m.end(3), "secret"))
             else:
                 spans.append((m.start(), m.end(), "secret"))
-    for m in _EMAIL.finditer(text):
-        spans.append((m.start(), m.end(), "email"))
+    spans.extend(_email_spans(text))
     for m in _CARD.finditer(text):
         digits = re.sub(r"\D", "", m.group(0))
         if 13 <= len(digits) <= 19 and _luhn(digits):
             spans.append((m.start(), m.end(), "card"))
     spans.extend(_phones(text))
     return tuple(_merge(spans))
+
+
+def _email_spans(text: str) -> list[tuple[int, int, str]]:
+    """E-mail addresses: `_EMAIL`, cut after the last label that is two letters or more
+    (`a@b.fr.2024` is `a@b.fr`); none when no label after the first qualifies."""
+    out = []
+    for m in _EMAIL.finditer(text):
+        local, _, domain = m.group(0).partition("@")
+        labels = domain.split(".")
+        while len(labels) > 1 and not (len(labels[-1]) >= 2 and labels[-1].isalpha()):
+            labels.pop()
+        if len(labels) > 1:
+            out.append((m.start(), m.start() + len(local) + 1 + len(".".join(labels)), "email"))
+    return out
 
 
 def _looks_secret(separator: str, value: str) -> bool:
@@ -397,27 +429,34 @@ class SecretsGate:
 
 
 class PoisoningGate:
-    """Holds text that instructs the agent, widens tools, claims authority or hides content.
+    """Holds text that instructs the agent, widens tools, claims authority or a policy, hides
+    content or weakens a control; refuses what asks to decode and run something.
 
     Besides the patterns of `situated.safety`, the content, the action and the source state's
     text are screened by the injection classifier (`situated.screen`, trained on outside
     corpora): a text it holds is held for review, with a reason that names the classifier and
-    its version and never quotes the text.
+    its version and never quotes the text. The fields are also screened joined (a payload
+    split between the content and the action or state reads whole).
 
-    A lesson proposed by an agent (authority `inferred`) that touches a sensitive surface
-    (`situated.screen.surfaces`) is held for review whatever the promotion policy; a link that
-    could carry context out (a URL with a query or template, a markdown image) is refused.
+    `situated.screen.advice` reads what the advice does to a control: a lesson that weakens
+    one, or claims a policy, a policy version, an exemption or a permission (policy comes from
+    the run's `Policy`), is held for a reviewer, whoever wrote it; one that asks the agent to
+    decode and run something is refused. A lesson proposed by an agent (authority `inferred`)
+    that touches a sensitive surface is held or put on probation (`situated.screen.trust`); a
+    link that could carry context out (a URL with a query or template, a markdown image) is
+    refused.
     """
 
     name = "poisoning"
-    version = "2"
+    version = "3"
 
     def check(self, rec: MemoryRecord, ctx: GateContext) -> tuple[MemoryRecord, GateResult]:
         reasons: list[str] = []
-        texts = [rec.content, rec.source.action or ""]
-        for text in texts:
-            reasons.extend(view_findings(text))
         state_text = rec.source.state.text if rec.source.state is not None else ""
+        texts = [rec.content, rec.source.action or ""]
+        joined = " ".join(t for t in (*texts, state_text) if t)
+        for text in (*texts, joined):
+            reasons.extend(view_findings(text))
         reasons.extend(classifier_reasons(
             {"content": rec.content, "action": rec.source.action or "",
              "source state": state_text}
@@ -432,16 +471,36 @@ class PoisoningGate:
         if rec.authority >= ctx.policy.review_authority:
             reasons.append(f"claims authority {rec.authority.label}, which needs review")
         refused = [r for t in texts for r in refused_links(t)]
+        decision = decide(texts, allowed)  # what the lesson (content, action) does to controls
+        advice = decision.advice
+        claims, runs_decoded = read_claims(joined)  # every field together: a split payload
+        if runs_decoded or advice.runs_decoded:
+            refused.append("asks the agent to decode something and run or follow it")
         if refused:
             return rec, GateResult(
                 self.name, self.version, GateVerdict.REJECT, tuple(dict.fromkeys(refused))
             )
+        claims = tuple(dict.fromkeys((*advice.claims, *claims)))
+        if claims:
+            # policy comes from the run's Policy, never from memory: a reviewer may read it,
+            # recall never serves it as guidance (`validate.never_guidance`)
+            reasons.append(f"claims {' and '.join(claims)}: policy is never memory")
+        if advice.weakens:
+            reasons.append(f"weakens a control: {describe(advice)}")
+        probation: tuple[str, ...] = ()
         if rec.authority is Authority.INFERRED:
-            touched = sensitive_surfaces(" \n".join(texts), allowed)
-            if touched:
+            if decision.trust is Trust.HOLD:
                 # held whatever the promotion policy: a held proposal is never promoted
-                reasons.append(f"inferred, touches {'/'.join(touched)}")
-        verdict = GateVerdict.HOLD if reasons else GateVerdict.PASS
+                reasons.extend(r for r in decision.reasons if not advice.weakens
+                               or "weakens" not in r)
+            elif decision.trust is Trust.PROBATION:
+                probation = decision.reasons
+        if reasons:
+            verdict = GateVerdict.HOLD
+        elif probation:
+            verdict, reasons = GateVerdict.PROBATION, list(probation)
+        else:
+            verdict = GateVerdict.PASS
         return rec, GateResult(self.name, self.version, verdict, tuple(dict.fromkeys(reasons)))
 
 

@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from situated.embed.base import Vector
-from situated.errors import RedactionWarning, SupersessionWarning
+from situated.errors import (
+    HeldForReviewWarning,
+    ProbationWarning,
+    RedactionWarning,
+    RefusedWarning,
+    SupersessionWarning,
+)
 from situated.models import (
     Classification,
     LifecycleState,
@@ -175,6 +181,7 @@ class Writer:
             if result.verdict is GateVerdict.REDACTED:
                 # shown to the writer: the stored text keeps a marker per span, never the value
                 warnings.warn("; ".join(result.reasons), RedactionWarning, stacklevel=stacklevel)
+        tell_writer(report, stacklevel + 1)
         rec = report.record.model_copy(
             update={"fingerprint": content_fingerprint(
                 rec.scope.tenant, rec.scope.namespace, rec.kind, report.record.content)}
@@ -367,14 +374,42 @@ class Writer:
         )
 
 
+REVIEWERS = ("a principal with the 'reviewer' role approves it (`situated promote ID`, "
+             "POST /v1/review/ID/promote, the MCP tool `review_promote`) or rejects it")
+
+
+def tell_writer(report: GateReport, stacklevel: int) -> None:
+    """The writer is told what the gates decided beyond a plain pass: refused, held for
+    review (why, and who can approve), or on probation; reasons never quote the text."""
+    if report.rejected:
+        warnings.warn("refused at write: " + "; ".join(report.reasons())
+                      + "; it is kept in the ledger as REJECTED and never recalled",
+                      RefusedWarning, stacklevel=stacklevel)
+    elif report.held:
+        warnings.warn("held for review: " + "; ".join(report.reasons())
+                      + f"; recall will not serve it until {REVIEWERS}",
+                      HeldForReviewWarning, stacklevel=stacklevel)
+    else:
+        probation = [f"{r.gate}: {reason}" for r in report.results
+                     if r.verdict is GateVerdict.PROBATION for reason in r.reasons]
+        if probation:
+            warnings.warn("promoted on probation: " + "; ".join(probation),
+                          ProbationWarning, stacklevel=stacklevel)
+
+
 def forget_texts() -> None:
     """Empty every in-process cache that holds memory text, as erasure requires: recall's
     (`analysis.clear_text_caches`) and the write gates' (secrets found per text, the
-    classifier's screenings)."""
+    classifier's screenings, the advice and trust readings, NFKC forms)."""
     from situated.screen import classifier
+    from situated.screen.trust import trust_cache
+    from situated.textforms import nfkc_map
 
     clear_text_caches()
     _find_sensitive.cache_clear()
+    nfkc_map.cache_clear()
+    for cached in trust_cache():
+        cached.cache_clear()
     if classifier._MODEL is not None:
         classifier._MODEL.forget()
 

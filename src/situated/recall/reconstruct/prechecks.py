@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,8 +32,9 @@ _MATCHED, _MISMATCHED, _UNKNOWN = Truth.MATCHED, Truth.MISMATCHED, Truth.UNKNOWN
 
 
 def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
-    """Expired, superseded, policy version, conditions, relevance of a memory with nothing to
-    situate it (under the embedder's floor: not relevant), unknown source state, in order."""
+    """Expired, superseded, policy version, conditions, relevance of the content (under the
+    embedder's floor: not relevant, whatever its source state), unknown source state, in
+    order."""
     rec = item.record
     v = rec.validity
     if not (v.valid_from <= as_of < v.valid_until):
@@ -58,10 +60,19 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     src = rec.source.state
     floor = item.relevance_floor
     irrelevant = floor is not None and item.content_similarity < floor
+    # the content is judged for relevance whatever situates it: a source state says when a
+    # lesson applies, not what it is about (one copied from the present would let any content
+    # through), and a memory that is not relevant never asks for facts. A present of a few
+    # words ("billing ticket"), or an embedder that relates shared words and not topics,
+    # says too little to judge a lesson's content by: there the source state and conditions
+    # decide, as they do for a lesson of their own
     situationless = rec.kind is not _LESSON or src is None or src.is_empty
-    # relevance is all there is to judge a memory by when nothing situates it; and a memory
-    # that is not relevant never asks for facts (the briefing would ask for an unrelated one's)
-    if irrelevant and (situationless or (ev is not None and ev.missing)):
+    judged = "judges_content" in item.extra and _says_enough(item.present.text, item.intent)
+    strict = item.extra.get("copied_state_floor") if judged else None
+    if strict is not None and (item.state_similarity or 0.0) >= COPIED_STATE \
+            and item.content_similarity < strict:  # the source state is the present's copy
+        irrelevant, floor = True, strict
+    if irrelevant and (situationless or (ev is not None and ev.missing) or judged):
         return _reject(
             item, RejectionReason.LOW_EXPECTED_UTILITY,
             f"not relevant: content similarity {item.content_similarity:.2f} below the "
@@ -93,6 +104,22 @@ def states_conditions(item: ReconstructionInput) -> bool:
     lesson = a.lesson_reading if a is not None and a.lesson_reading is not None else read(
         item.record.content)
     return any(checkable(c) for c in lesson.conditions)
+
+
+JUDGES_CONTENT: dict[str, Any] = {"judges_content": True}
+"""`ReconstructionInput.extra` of a recall whose embedder reads meaning
+(`Embedder.reads_meaning`): a situated lesson's content is judged for relevance too."""
+COPIED_STATE = 0.98
+"""Then/now similarity at which a source state is the present itself: its content must then
+reach the embedder's `copied_state_floor`."""
+MIN_JUDGED_WORDS = 5
+"""Words (of two letters or more) the present's text and intent need for the content of a
+situated lesson to be judged for relevance (issue 32: a copied source state)."""
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def _says_enough(text: str, intent: str) -> bool:
+    return len(_WORD.findall(text)) + len(_WORD.findall(intent)) >= MIN_JUDGED_WORDS
 
 
 def evaluate_conditions(
