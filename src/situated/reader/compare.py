@@ -284,7 +284,31 @@ def judge(lesson: Reading, then: Reading | None, now: Reading) -> Judgement:
         checks.extend(compared or _substitution(lesson, then, now))
         checks.extend(_order_of_events(lesson, then, now))
         checks.extend(_named_gone(lesson, then, now))
+        checks.extend(_other_goals(then, now))
     return Judgement(tuple(checks))
+
+
+GOAL_OVERLAP = 1 / 3
+"""Share of the things a source situation asks to act on that the present must ask for too,
+when both ask for several."""
+
+
+def _goals(reading: Reading) -> set[str]:
+    return {w for a in reading.actions for w in a.split()[1:]
+            if w not in _VAGUE and w not in _DIRECTIONS}
+
+
+def _other_goals(then: Reading, now: Reading) -> list[Check]:
+    """Two situations that each ask for several things done (a quest, a task description),
+    hardly the same things: the lesson was learned for another task."""
+    a, b = _goals(then), _goals(now)
+    if len(a) < 3 or len(b) < 3:
+        return []
+    shared = {x for x in a if x in b or any(lx.same_thing(x, y) for y in b)}
+    if len(shared) >= GOAL_OVERLAP * len(a):
+        return []
+    return [Check(_words("task", *sorted(a)[:4]), _words("task", *sorted(b)[:4]), OPPOSED,
+                  "depends", "what the situation asks for")]
 
 
 _VAGUE = frozenset("thing things rest step steps here there anything everything way".split())
@@ -500,6 +524,29 @@ def _sign(x: float) -> int:
     return (x > 0) - (x < 0)
 
 
+SHARED_THINGS = 0.3
+"""Share of the nouns a lesson names that the present must name for the lesson to be about
+it."""
+
+
+def names_present_things(lesson: Reading, now: Reading) -> bool:
+    """Whether a lesson names something the present names (a noun of its text among the
+    present's words): a lesson about the freezer is about a situation that has a freezer,
+    however long the situation's text, while one about warehouse robots is not about a
+    refund ticket whatever source state it was given."""
+    present = set(now.lemmas)
+    nouns = {lx.lemma(w, "NOUN") for w in lesson.lemmas
+             if len(w) > 2 and w not in _VAGUE and _nounish_word(w)}
+    shared = {lx.lemma(w, "NOUN") for w in lesson.lemmas if w in present} & nouns
+    # a word in common by chance is not enough: a good share of what the lesson names
+    return bool(shared) and len(shared) >= SHARED_THINGS * len(nouns)
+
+
+def _nounish_word(w: str) -> bool:
+    tags = lx.tags(w)
+    return "NOUN" in tags or not tags
+
+
 def contradiction(memory: Reading, now: Reading) -> str:
     """What the present states against a memory that asserts facts (a fact or a note), as a
     message; "" when nothing disagrees. An asserted value is exact: another amount (beyond
@@ -525,4 +572,4 @@ def contradiction(memory: Reading, now: Reading) -> str:
 
 
 __all__ = ["MISSING", "OPPOSED", "OTHER", "SAME", "Check", "Judgement", "checkable",
-           "contradiction", "judge", "relate"]
+           "contradiction", "judge", "names_present_things", "relate"]

@@ -18,7 +18,7 @@ from situated.errors import ConditionSyntaxError
 from situated.frozen import quick_init
 from situated.models import FactValue, Kind, LifecycleState, MemoryRecord, from_epoch
 from situated.reader import read
-from situated.reader.compare import checkable
+from situated.reader.compare import checkable, names_present_things
 from situated.recall.briefing import Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import ReconstructionInput
 
@@ -72,6 +72,8 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     if strict is not None and (item.state_similarity or 0.0) >= COPIED_STATE \
             and item.content_similarity < strict:  # the source state is the present's copy
         irrelevant, floor = True, strict
+    if irrelevant and judged and not situationless and _names_present_things(item):
+        irrelevant = False  # the embedding misses it, the reading does not
     if irrelevant and (situationless or (ev is not None and ev.missing) or judged):
         return _reject(
             item, RejectionReason.LOW_EXPECTED_UTILITY,
@@ -95,6 +97,17 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
             item, "source state unknown and no conditions: applicability cannot be checked"
         )
     return None
+
+
+def _names_present_things(item: ReconstructionInput) -> bool:
+    """Whether the lesson names a thing the present names (`reader.compare`), by the
+    lesson's stored reading and the recall's reading of the present."""
+    if item.present_reading is None:
+        return False
+    a = item.analysis
+    lesson = a.lesson_reading if a is not None and a.lesson_reading is not None else read(
+        item.record.content)
+    return names_present_things(lesson, item.present_reading)
 
 
 def states_conditions(item: ReconstructionInput) -> bool:

@@ -43,6 +43,7 @@ from situated.reader.compare import (
     checkable,
     judge,
 )
+from situated.reader.types import HAS
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
 from situated.recall.reading import (
     claims,
@@ -287,7 +288,12 @@ class RulesReconstructor(Reconstructor):
         coverage = len(same) / len(deps)
         conf = (0.5 + 0.45 * coverage - 0.1 * len(soft) - 0.05 * len(unstated)
                 - 0.03 * len(context_diff))
-        full = len(same) == len(deps)
+        # that things are there ("an exit to the east") is weak evidence: applicable takes
+        # at least one state, place, amount or condition of a thing the lesson depends on
+        substantive = any(c.fact.attribute != HAS for c in same)
+        full = len(same) == len(deps) and substantive
+        if not substantive:
+            conf = min(conf, TEXT_ONLY_MAX_CONFIDENCE)
         verdict = Verdict.APPLICABLE if full else Verdict.PARTIAL
         notes = ([f"differs: {c.line()}" for c in soft + context_diff]
                  + [f"unverified: {c.line()}" for c in unstated])
