@@ -192,3 +192,48 @@ def test_a_write_never_merges_reordered_or_negated_instructions(tmp_path: object
     again = mem.add("Apply patch B, then apply patch A.", principal=me, state=state)
     assert again.id == first.id  # the same text is still one memory
     mem.close()
+
+
+def test_scene_descriptions_are_read_item_by_item() -> None:
+    scene = ("This room is called the kitchen. In it, you see: \n\ta substance called soap\n"
+             "\ta stopwatch, which is deactivated.\n\tan inclined plane with a cloth surface\n"
+             "\ta pea plant in the seedling stage\nYou also see:\n\tA door to the hallway "
+             "(that is open)\n\tA door to the bathroom (that is closed)")
+    got = {(f.subject, f.attribute, f.words, f.qualifiers) for f in read(scene).facts
+           if not f.weak}
+    assert ("room", "name", ("kitchen",), ()) in got
+    assert ("substance", "name", ("soap",), ()) in got
+    assert ("stopwatch", "state", ("deactivated",), ()) in got
+    assert ("inclined plane", "of:surface", ("cloth",), ()) in got
+    assert ("door", "state", ("open",), ("hallway",)) in got
+    assert ("door", "state", ("closed",), ("bathroom",)) in got
+
+
+def test_a_thing_swapped_in_an_otherwise_same_scene_rejects_the_lesson_about_it() -> None:
+    lesson = read("Look at the battery before you do anything else here.")
+    then = read("On the table is: a battery, a black wire, a switch, which is off.")
+    swapped = read("On the table is: a banana, a black wire, a switch, which is off.")
+    kept = read("On the table is: a battery, a red wire, a switch, which is off.")
+    assert judge(lesson, then, swapped).of("depends", relation=OPPOSED)
+    assert not judge(lesson, then, kept).of("depends", relation=OPPOSED)
+
+
+def test_a_plan_for_another_world_is_another_situation() -> None:
+    lesson = read("Take the rusty key from the crate; unlock the chest with the rusty key; "
+                  "open the chest.")
+    then = read("Objective: take the rusty key from the crate, then unlock the chest with it "
+                "and open the chest. You are in a cellar. There is a crate here.")
+    other = read("Objective: pick up the banana from the floor, then eat the banana. You are "
+                 "in a kitchen. There is a banana on the floor.")
+    assert judge(lesson, then, other).of("depends", relation=OPPOSED)
+    assert not judge(lesson, then, then).of("depends", relation=OPPOSED)
+
+
+def test_names_present_things_reads_what_an_embedding_of_a_long_scene_misses() -> None:
+    from situated.reader.compare import names_present_things
+
+    scene = read("In it, you see: a fridge, a table, an ultra low temperature freezer, a "
+                 "counter, a sink, a cupboard, a stove, an oven.")
+    assert names_present_things(read("Look at the freezer first."), scene)
+    assert not names_present_things(
+        read("Robots may pass people in narrow warehouse aisles at full speed."), scene)
