@@ -110,17 +110,21 @@ def _same_key(a: Fact, b: Fact) -> bool:
 
 
 class _Index:
-    """A present reading's facts by subject and by qualifier, built once per present."""
+    """A present reading's facts by subject and by qualifier, its words, things and goals:
+    built once per present (a recall judges every candidate against the same present)."""
 
-    __slots__ = ("by_qualifier", "by_subject")
+    __slots__ = ("by_qualifier", "by_subject", "goals", "lemmas", "things")
 
-    def __init__(self, facts: Sequence[Fact]) -> None:
+    def __init__(self, reading: Reading) -> None:
         self.by_subject: dict[str, list[Fact]] = {}
         self.by_qualifier: dict[str, list[Fact]] = {}
-        for f in facts:
+        for f in reading.facts:
             self.by_subject.setdefault(f.subject, []).append(f)
             for q in f.qualifiers:
                 self.by_qualifier.setdefault(q, []).append(f)
+        self.lemmas = frozenset(reading.lemmas)
+        self.things = _things(reading)
+        self.goals = _goals(reading)
 
     def about(self, f: Fact) -> list[Fact]:
         """Present facts that may be about `f`'s subject (same thing, synonym, qualifier)."""
@@ -132,19 +136,19 @@ class _Index:
         return out
 
 
-_INDEXES: dict[int, tuple[tuple[Fact, ...], _Index]] = {}
+_INDEXES: dict[int, tuple[Reading, _Index]] = {}
 
 
-def _index(facts: tuple[Fact, ...]) -> _Index:
-    """The index of one present reading's facts (the same present is judged against every
-    candidate of a recall)."""
-    hit = _INDEXES.get(id(facts))
-    if hit is not None and hit[0] is facts:
+def _index(reading: Reading) -> _Index:
+    """The index of one present reading (the same present is judged against every candidate
+    of a recall)."""
+    hit = _INDEXES.get(id(reading))
+    if hit is not None and hit[0] is reading:
         return hit[1]
     if len(_INDEXES) > 64:
         _INDEXES.clear()
-    index = _Index(facts)
-    _INDEXES[id(facts)] = (facts, index)
+    index = _Index(reading)
+    _INDEXES[id(reading)] = (reading, index)
     return index
 
 
@@ -269,7 +273,7 @@ def judge(lesson: Reading, then: Reading | None, now: Reading) -> Judgement:
     """Check a lesson (its own reading and the reading of the state it was learned in)
     against the present's reading."""
     checks: list[Check] = []
-    index = _index(now.facts)
+    index = _index(now)
     for cond in lesson.conditions:
         if checkable(cond):
             checks.append(_check_requirement(cond, index, "condition"))
@@ -301,7 +305,7 @@ def _goals(reading: Reading) -> set[str]:
 def _other_goals(then: Reading, now: Reading) -> list[Check]:
     """Two situations that each ask for several things done (a quest, a task description),
     hardly the same things: the lesson was learned for another task."""
-    a, b = _goals(then), _goals(now)
+    a, b = _goals(then), _index(now).goals
     if len(a) < 3 or len(b) < 3:
         return []
     shared = {x for x in a if x in b or any(lx.same_thing(x, y) for y in b)}
@@ -332,8 +336,9 @@ def _named_gone(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
     for another in an otherwise same situation, it is another situation (a plan for the
     keycard and the chest of another world); a thing missing among others present is
     unverified."""
-    a, b, named = set(then.lemmas), set(now.lemmas), set(lesson.lemmas)
-    things_then, things_now = _things(then), _things(now)
+    index = _index(now)
+    a, b, named = set(then.lemmas), index.lemmas, set(lesson.lemmas)
+    things_then, things_now = _things(then), index.things
     mine = sorted(w for w in named & things_then if w not in _VAGUE and len(w) > 1)
     gone = [w for w in mine if w not in things_now and w not in b
             and not any(lx.same_thing(w, x) for x in things_now)]
@@ -443,7 +448,7 @@ def _compare(then: Fact, now: Fact, thresholds: Sequence[float], role: str) -> C
 def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
     checks: list[Check] = []
     present = now.facts
-    index = _index(present)
+    index = _index(now)
     pairs: list[tuple[Fact, Fact]] = []
     unmatched: list[Fact] = []
     taken: set[int] = set()
@@ -551,7 +556,7 @@ def contradiction(memory: Reading, now: Reading) -> str:
     """What the present states against a memory that asserts facts (a fact or a note), as a
     message; "" when nothing disagrees. An asserted value is exact: another amount (beyond
     rounding), place, code, name or holder, or an opposite state, contradicts it."""
-    index = _index(now.facts)
+    index = _index(now)
     for f in memory.facts:
         if f.weak or not checkable(f):
             continue

@@ -46,6 +46,10 @@ _NEGATIVE_MARKERS = frozenset({"unless"})
 order a procedure's steps ("water until it drains"): they are not conditions."""
 _SUBJECTLESS = frozenset({"you", "we", "i"})
 _PLENTY = frozenset("plenty lots lot enough some".split())
+MAX_FACTS = 96
+MAX_ACTIONS = 48
+"""A text's reading keeps at most this many facts and actions, in order (comparing two
+readings is quadratic in them; a situation says far fewer)."""
 _HAVE = frozenset({"has", "have", "had"})
 _CLOCK = frozenset({"am", "pm", "a.m", "p.m", "o'clock"})
 _ORDINAL = frozenset({"st", "nd", "rd", "th"})
@@ -788,8 +792,8 @@ def read(text: str) -> Reading:
                     | {t.low for t in toks if t.kind == "code"})
     ordered = _order(actions)
     return Reading(
-        facts=tuple(facts), conditions=tuple(conditions), lemmas=tuple(lemmas),
-        actions=tuple(ordered), question=_question(toks),
+        facts=tuple(facts[:MAX_FACTS]), conditions=tuple(conditions[:MAX_FACTS]),
+        lemmas=tuple(lemmas), actions=tuple(ordered[:MAX_ACTIONS]), question=_question(toks),
     )
 
 
