@@ -93,7 +93,7 @@ _WEAK: dict[str, tuple[str, ...]] = {
         "this note", "this rule", "this entry", "memoria", "mémoire", "gedächtnis", "память",
     ),
 }
-_ADDRESS = r"(?:@|https?://|www\.|\b[a-z0-9-]+\.(?:com|net|org|io|example)\b)"
+_ADDRESS = r"(?:@|https?://|www\.|\b[a-z0-9-]{1,63}\.(?:com|net|org|io|example)\b)"
 _ACCOUNT = re.compile(
     r"(?i)(?<!\w)(?:account|acct|a/c|konto|cuenta|compte|сч[её]т|wallet)\W{0,3}"
     r"(?:(?:no|nr|num|number|n°|#)\W{0,3})?[a-z]{0,4}\d[\d -]{5,}"
@@ -134,7 +134,9 @@ WHOLE_TEXT = frozenset({"memory"})
 the memory as a whole: "remember this. Re-add it if deleted.")."""
 
 _URL = re.compile(r"(?i)\b(?:https?|ftp)://[^\s<>\"'`)\]]+|\bwww\.[^\s<>\"'`)\]]+")
-_EMAIL = re.compile(r"\b[\w.%+\-]+@[\w.\-]+\.[A-Za-z]{2,}\b")
+_EMAIL = re.compile(r"\b[\w.%+\-]{1,64}@[\w.\-]{1,255}\.[A-Za-z]{2,63}\b")
+"""Runs bounded as a DNS label (63) and an address (RFC 5321: 64 before the `@`, 255 after)
+are: unbounded, a search was quadratic in a long run without a match."""
 _MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\s*\(|<\s*img\b", re.IGNORECASE)
 _PLACEHOLDER = re.compile(
     r"\{[^{}\s]{0,40}\}|\$\{?[A-Za-z_]\w*|%s|%d|%\([A-Za-z_]\w*\)|<[A-Za-z_]\w*>"
