@@ -143,8 +143,6 @@ def serve(
     import dataclasses
     import os
 
-    import uvicorn
-
     if host not in LOOPBACK and not allow_remote:
         raise InvalidInput("host", f"{host!r:.60} is not loopback; pass --allow-remote to "
                            "serve other machines (use TLS in front: keys travel in headers)")
@@ -175,8 +173,10 @@ def serve(
     mcp_note = "" if no_mcp else ", MCP /mcp"
     typer.echo(f"situated: serving {settings.db} on http://{host}:{port} "
                f"(dashboard /, docs /docs, OpenAPI /openapi.json{mcp_note})", err=True)
-    uvicorn.run("situated.http.serve:app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_level="warning")
+    from situated.http.protocol import DoorConfig, run
+
+    run(DoorConfig("situated.http.serve:app_from_env", factory=True, host=host, port=port,
+                   workers=workers, log_level="warning"))
 
 
 def mcp_stdio(

@@ -33,12 +33,15 @@ def fixed_principal(who: Principal) -> PrincipalOf:
     return lambda _ctx: who
 
 
-def http_handler(server: MCPServer, host: str = "127.0.0.1", stateless: bool = False) -> ASGIApp:
+def http_handler(server: MCPServer, host: str = "127.0.0.1", stateless: bool = False,
+                 idle: float = 300.0, table: int = 1024) -> ASGIApp:
     """The streamable HTTP endpoint of `server`, to mount (its session manager must run in
     the hosting app's lifespan: `server.session_manager.run()`). `stateless`: no MCP
-    sessions, for several worker processes (a session lives in one process)."""
+    sessions, for several worker processes (a session lives in one process); else a session
+    idle for `idle` seconds ends, and at most `table` are open at once."""
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host,
-                                     stateless_http=stateless)
+                                     stateless_http=stateless, session_idle_timeout=idle,
+                                     max_sessions=table)
     route: Any = next(r for r in app.routes if getattr(r, "path", None) == "/mcp")
     endpoint: ASGIApp = route.app if hasattr(route, "app") else route.endpoint
     return endpoint
