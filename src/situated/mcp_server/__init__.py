@@ -33,6 +33,19 @@ def fixed_principal(who: Principal) -> PrincipalOf:
     return lambda _ctx: who
 
 
+def key_principal(service: Service, secret: str) -> PrincipalOf:
+    """Every call as the principal of the API key `secret`, asked of the key store at each
+    call (stdio with `--key`): a revoked key is refused from its next call on."""
+
+    def of(_ctx: Context) -> Principal:
+        who = service.principal_for(secret)
+        if who is None:
+            raise PermissionDenied("this server's API key is unknown or revoked")
+        return who
+
+    return of
+
+
 def http_handler(server: MCPServer, host: str = "127.0.0.1", stateless: bool = False,
                  idle: float = 300.0, table: int = 1024) -> ASGIApp:
     """The streamable HTTP endpoint of `server`, to mount (its session manager must run in
@@ -47,4 +60,5 @@ def http_handler(server: MCPServer, host: str = "127.0.0.1", stateless: bool = F
     return endpoint
 
 
-__all__ = ["INSTRUCTIONS", "build_server", "fixed_principal", "http_handler", "http_principal"]
+__all__ = ["INSTRUCTIONS", "build_server", "fixed_principal", "http_handler", "http_principal",
+           "key_principal"]
