@@ -26,8 +26,8 @@ from situated.models import (
 )
 from situated.recall import analysis, reading
 from situated.screen import surfaces
-from situated.screen.normalise import decoded_views, normalise
 from situated.screen.classifier import load_model
+from situated.screen.normalise import decoded_views, normalise
 from situated.write import conversation, gates, secret_scan
 from situated.write.writer import forget_texts
 

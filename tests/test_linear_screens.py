@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from linear_screens import LIMIT, SCREENS, SHAPES, adversarial, fresh, screened
 
 BOUND = 0.5

@@ -285,7 +285,7 @@ _CODE_LIKE = re.compile(
     r"[A-Za-z_](?=[\w.]*?[_.][A-Za-z0-9])(?:\w|\.(?=[A-Za-z0-9]))*+"
     r"|[a-z]++[A-Z]\w*+"
 )
-"""`snake_case` or `dotted.name` (`[A-Za-z_]\w*(?:[_.][A-Za-z0-9]\w*)+`) or `camelCase`
+r"""`snake_case` or `dotted.name` (`[A-Za-z_]\w*(?:[_.][A-Za-z0-9]\w*)+`) or `camelCase`
 (`[a-z]+[A-Z]\w*`), written so that a full match never backtracks (that form of the first
 was quadratic): every dot is followed by a letter or digit, and a `_` or `.` followed by one
 occurs after the first character."""

@@ -33,7 +33,7 @@ def escape(text: str) -> str:
 class EscapingFormatter(DefaultFormatter):
     """uvicorn's formatter over the escaped message."""
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+    def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = escape(record.message)
         return super().formatMessage(record)
 

@@ -72,7 +72,7 @@ def run(config: DoorConfig) -> None:
 
     server = uvicorn.Server(config)
     if config.workers > 1:
-        Multiprocess(config, target=server.run, sockets=[config.bind_socket()]).run()
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
     else:
         server.run()
 

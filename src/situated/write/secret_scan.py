@@ -159,7 +159,7 @@ def screen() -> Screen:
 def values(text: str) -> list[tuple[str, str]]:
     """(value, type) of every detect-secrets finding in `text`, line by line."""
     s = screen()
-    found = []
+    found: list[tuple[str, str]] = []
     for line in text.splitlines() or [text]:
         if s.gate is not None and s.gate.search(line):
             for lin in s.linear:
