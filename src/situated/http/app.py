@@ -98,8 +98,12 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
         responses=ERROR_RESPONSES,
+        docs_url=None, redoc_url=None,  # served from the package (`situated.http.docs`)
     )
     install(app)
+    from situated.http import docs
+
+    docs.mount(app)
 
     async def principal(
         creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
