@@ -14,7 +14,8 @@ import httpx
 import uvicorn
 
 from situated.http.app import create_app
-from situated.http.protocol import DoorConfig, DoorLimits
+from situated.http.limits import DoorLimits
+from situated.http.protocol import DoorConfig
 from situated.http.sessions import McpLimits
 from situated.memory import Memory
 from situated.service import Pool, Service
@@ -58,7 +59,7 @@ def serve(path: Path, *, mcp: bool = True, inferred: bool = True, max_body: int 
                       inferred_feedback=inferred)
     kw = {} if max_body is None else {"max_body": max_body}
     app = create_app(service, mcp=mcp, mcp_stateless=mcp_stateless, mcp_limits=mcp_limits,
-                     **kw)
+                     limits=limits, **kw)
     sock = free_socket()
     port = sock.getsockname()[1]
     server = uvicorn.Server(DoorConfig(app, limits, log_level="warning", lifespan="on"))

@@ -21,7 +21,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from situated.http.errors import ERROR_RESPONSES, Unauthenticated, install
-from situated.http.limits import MAX_BODY_BYTES, BodyLimit, HeadLimit, KeyGuard
+from situated.http.limits import MAX_BODY_BYTES, BodyLimit, DoorLimits, HeadLimit, KeyGuard
 from situated.http.sessions import McpLimits
 from situated.models import Principal
 from situated.service import Service
@@ -66,13 +66,13 @@ Session = Annotated[
 def create_app(
     service: Service, *, mcp: bool = True, max_body: int = MAX_BODY_BYTES,
     host: str = "127.0.0.1", mcp_stateless: bool = False, dashboard: bool = True,
-    mcp_limits: McpLimits | None = None, head_fields: int = 64,
+    mcp_limits: McpLimits | None = None, limits: DoorLimits | None = None,
 ) -> FastAPI:
     """The ASGI app over `service` (`mcp`: mount the MCP server at `/mcp`; `host`: the
     address served, for the MCP transport's DNS-rebinding protection; `mcp_stateless`: MCP
     without sessions, as several worker processes need; `dashboard`: the pages for people
-    at `/`, `situated.dashboard`; `mcp_limits`: the bounds of MCP sessions; `head_fields`:
-    the most header fields a request may have)."""
+    at `/`, `situated.dashboard`; `mcp_limits`: the bounds of MCP sessions; `limits`: the
+    bounds of a request's head, `DoorLimits`)."""
     mcp_server = guard = None
     if mcp:
         from situated.mcp_server import build_server, http_handler, http_principal
@@ -247,7 +247,8 @@ def create_app(
 
         app.router.routes.append(Route("/mcp", guard, include_in_schema=False))
     app.add_middleware(BodyLimit, limit=max_body)
-    app.add_middleware(HeadLimit, fields=head_fields)
+    door = limits or DoorLimits()
+    app.add_middleware(HeadLimit, fields=door.head_fields, size=door.head_bytes)
     return app
 
 

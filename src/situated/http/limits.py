@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -20,6 +21,27 @@ if TYPE_CHECKING:
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 """The largest request body accepted (an `add_many` of 1000 items of a few KB each fits)."""
+
+
+@dataclass(frozen=True)
+class DoorLimits:
+    """Every bound of a request to `situated serve` (README, "Security"): the server's
+    (`situated.http.protocol`) and the app's (`HeadLimit`, `BodyLimit`)."""
+
+    head_bytes: int = 16 * 1024
+    """Request line and headers together, bytes (431 past it)."""
+    head_fields: int = 64
+    """Header fields in one request (431 past it)."""
+    head_timeout: float = 10.0
+    """Seconds from a connection (or the end of the previous response) to a complete head."""
+    body_timeout: float = 15.0
+    """Longest silence, seconds, while a declared body is being read (408 past it)."""
+    keep_alive: float = 5.0
+    """Seconds an idle keep-alive connection is kept."""
+    connections: int = 512
+    """Open connections per server process (503 and closed past it)."""
+    body_bytes: int = MAX_BODY_BYTES
+    """A request body, bytes (413 past it)."""
 PRINCIPAL = "situated.principal"
 """Where `KeyGuard` leaves the key's principal in the ASGI scope."""
 
@@ -82,18 +104,25 @@ SESSION_CHARS = 200
 
 
 class HeadLimit:
-    """Refuses a request with more than `fields` header fields (431); their bytes are bounded
-    by the server (`situated.http.protocol`)."""
+    """Refuses a request whose head has more than `fields` header fields or `size` bytes
+    (431). The server stops reading an unfinished head past `size` (h11's limit,
+    `situated.http.protocol`); a complete one that arrived at once is refused here."""
 
-    def __init__(self, app: ASGIApp, fields: int) -> None:
+    def __init__(self, app: ASGIApp, fields: int, size: int) -> None:
         self.app = app
         self.fields = fields
+        self.size = size
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and len(scope.get("headers", ())) > self.fields:
-            await _refuse(send, 431, error_body(
-                "TooLarge", f"more than {self.fields} header fields"))
-            return
+        if scope["type"] == "http":
+            headers = scope.get("headers", ())
+            size = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+            size += sum(len(k) + len(v) + 4 for k, v in headers)
+            if len(headers) > self.fields or size > self.size:
+                await _refuse(send, 431, error_body(
+                    "TooLarge", f"request head over {self.fields} header fields or "
+                    f"{self.size} bytes"), [(b"connection", b"close")])
+                return
         await self.app(scope, receive, send)
 
 
@@ -155,21 +184,27 @@ class KeyGuard:
             await _refuse(send, 429, error_body("TooManySessions", refused),
                           [(b"retry-after", str(int(self.table.limits.idle)).encode())])
             return
-        opened: list[str] = []
+        released = False
+
+        def settle(session_id: str | None) -> None:
+            nonlocal released
+            if not released:  # once: the SDK's call may last past its response (SSE)
+                released = True
+                self.table.release(key_id, tenant)  # type: ignore[union-attr]
+                if session_id is not None:
+                    self.table.opened(session_id, key_id, tenant, host)  # type: ignore[union-attr]
 
         async def watch(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] < 400:
+            if message["type"] == "http.response.start":
                 sid = dict(message.get("headers", ())).get(b"mcp-session-id")
-                if sid is not None:
-                    opened.append(sid.decode("ascii"))
+                ok = message["status"] < 400 and sid is not None
+                settle(sid.decode("ascii") if ok and sid is not None else None)
             await send(message)
 
         try:
             await self.app(scope, receive, watch)
         finally:
-            self.table.release(key_id, tenant)
-            for sid in opened:
-                self.table.opened(sid, key_id, tenant, host)
+            settle(None)
 
     async def _on(self, sid: str, key_id: str, tenant: str, host: bytes, scope: Scope,
                   receive: Receive, send: Send) -> None:

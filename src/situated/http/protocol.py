@@ -12,8 +12,8 @@ sends. `GuardedH11Protocol` adds what is missing to uvicorn's h11 protocol:
 - a body never silent for `body_timeout` seconds, else 408 and the request ended;
 - at most `connections` open connections per process, else 503 and closed at once.
 
-Header count (`head_fields`) and body size (`body_bytes`) are enforced in front of the app
-(`situated.http.limits`), idle keep-alive by uvicorn (`keep_alive`).
+Header count (`head_fields`), a complete head's size and the body's (`body_bytes`) are enforced
+in front of the app (`situated.http.limits`), idle keep-alive by uvicorn (`keep_alive`).
 """
 
 from __future__ import annotations
@@ -21,35 +21,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from situated.http.limits import MAX_BODY_BYTES
+from situated.http.limits import DoorLimits
 from situated.http.logs import log_config
-
-
-@dataclass(frozen=True)
-class DoorLimits:
-    """Every bound of a connection to `situated serve` (README, "Security")."""
-
-    head_bytes: int = 16 * 1024
-    """Request line and headers together, bytes (431 past it)."""
-    head_fields: int = 64
-    """Header fields in one request (431 past it)."""
-    head_timeout: float = 10.0
-    """Seconds from a connection (or the end of the previous response) to a complete head."""
-    body_timeout: float = 15.0
-    """Longest silence, seconds, while a declared body is being read."""
-    keep_alive: float = 5.0
-    """Seconds an idle keep-alive connection is kept."""
-    connections: int = 512
-    """Open connections per server process (503 and closed past it)."""
-    body_bytes: int = MAX_BODY_BYTES
-    """A request body, bytes (413 past it)."""
 
 
 class DoorConfig(uvicorn.Config):
