@@ -56,6 +56,10 @@ def run(config: DoorConfig) -> None:
         server.run()
 
 
+DRAIN_BYTES = 1 << 20
+DRAIN_SECONDS = 1.0
+
+
 def _raw(status: int, reason: str, message: str) -> bytes:
     body = json.dumps({"error": reason.replace(" ", ""), "message": message}).encode()
     return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
@@ -71,6 +75,8 @@ class GuardedH11Protocol(H11Protocol):
         self._head_timer: asyncio.TimerHandle | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._refused = False
+        self._draining = -1
+        """Bytes still to discard after an answer that closes (-1: not draining)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if len(self.connections) >= self.limits.connections:
@@ -92,6 +98,11 @@ class GuardedH11Protocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
+            return
+        if self._draining >= 0:  # answered and closing: read and drop, up to a bound
+            self._draining -= len(data)
+            if self._draining < 0:
+                self.transport.close()
             return
         super().data_received(data)
         self._follow()
@@ -169,8 +180,15 @@ class GuardedH11Protocol(H11Protocol):
             cycle.message_event.set()
 
     def _close_with(self, status: int, reason: str, message: str) -> None:
+        """Answer `status` and close; what the client is still sending is read and dropped
+        for a moment (at most `DRAIN_BYTES`, `DRAIN_SECONDS`), so that closing with unread
+        bytes does not reset the connection before the client reads the answer."""
         logging.getLogger("uvicorn.error").warning("closed a connection: %s", message)
         if self.cycle is not None:
             self.cycle.disconnected = True  # the app's own response goes nowhere
+        self._disarm()
         self.transport.write(_raw(status, reason, message))
-        self.transport.close()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self._draining = DRAIN_BYTES
+        self.loop.call_later(DRAIN_SECONDS, self.transport.close)
