@@ -154,6 +154,23 @@ def test_slow_and_idle_connections_are_closed_within_their_timeouts(server: Runn
     assert answer.startswith(b"HTTP/1.1 200") and waited < limits.keep_alive + 3
 
 
+def test_connections_past_the_cap_are_refused(tmp_path: Path) -> None:
+    with serve(tmp_path / "c.db", limits=DoorLimits(connections=4)) as s:
+        port = int(s.url.rsplit(":", 1)[1])
+        held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(4)]
+        try:
+            time.sleep(0.3)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as extra:
+                _, answer = closed_within(extra, 5)
+            assert answer.startswith(b"HTTP/1.1 503"), answer[:80]
+        finally:
+            for sock in held:
+                sock.close()
+        time.sleep(0.3)
+        with httpx.Client(base_url=s.url) as c:  # room again once they are gone
+            assert c.get("/openapi.json").status_code == 200
+
+
 # -- 4. session headers validated like the REST one -------------------------------------------
 
 
