@@ -277,7 +277,8 @@ def _analysis_inputs_digest() -> str:
     from situated.screen import surfaces
 
     parts: list[object] = [
-        safety._INJECTION, safety._TOOL_MENTION_PATTERN, sorted(safety._STOP),
+        safety._INJECTION, safety._NAMED_TOOL_PATTERN, safety._CALL_RUN.pattern,
+        safety._NAME_HEAD.pattern, sorted(safety._STOP),
         safety._HIDDEN.pattern, safety._ENCODED.pattern, rules._CONTRASTS,
         rules._NUMBER_BEFORE_WORD.pattern, rules._SENTENCE_END.pattern, rules._TOKEN.pattern,
         rules._NUMBER.pattern, compile.ESTIMATE_VERSION,
@@ -285,7 +286,8 @@ def _analysis_inputs_digest() -> str:
     for fn in (analysis.analyze, analysis.Analysis, rules.sentences, rules.marks,
                rules.marks_numbers, rules.names_value, rules.names_text, rules.mentions,
                rules.stems, rules.key_stems, rules.numbers_in, safety.injection_findings,
-               safety.tool_mentions, conditions.parse_condition, conditions._parse,
+               safety.tool_mentions, safety._next_call, safety._called,
+               conditions.parse_condition, conditions._parse,
                conditions._operand,
                models.State.describe, models._digest, compile.render_line,
                compile.estimate_tokens, briefing.compute_unsafe, surfaces.view_findings):
@@ -298,7 +300,7 @@ def test_stored_analyses_are_versioned_with_what_they_depend_on() -> None:
     # `analyze` computes changes, or `Analysis`'s fields change in any way (the stored form is
     # positional), bump `situated.recall.analysis.VERSION` (stored analyses of the old version
     # are then ignored and recomputed); either way, update the digest here.
-    assert (VERSION, _analysis_inputs_digest()) == (7, "d3c1f1e4775af1e1")
+    assert (VERSION, _analysis_inputs_digest()) == (7, "06e80f379ba6cb43")
 
 
 def test_recall_records_encode_like_json_dumps() -> None:

@@ -1,8 +1,8 @@
 """Every screen of caller text runs in bounded, linear time at the size limit.
 
 Each screen of `linear_screens.SCREENS` is timed (CPU time) on every adversarial shape at the
-content limit and at an eighth of it, in a forked child that the test kills past its budget (a backtracking
-regular expression holds the GIL: nothing in the same process could stop it). A screen fails
+content limit and at an eighth of it, in a forked child that the test kills past its budget (a
+backtracking regular expression holds the GIL: nothing in the same process could stop it). A screen fails
 when it takes longer than `BOUND` at the limit, or when it grows super-linearly: more than
 `GROWTH` times its time on the eighth (a linear screen grows about 8x, a quadratic one 64x).
 Hypothesis adds shapes of its own; a whole write at the limit is bounded by `WRITE_BOUND`.
@@ -162,3 +162,17 @@ def test_a_whole_write_at_the_limit_is_bounded(tmp_path: Path) -> None:
     assert not slow, "writes over the bound: " + "; ".join(slow)
     assert failure is None, failure
     assert len(got) == sum(1 for p, u in SHAPES.values() if adversarial(p, u).strip())
+
+
+_OLD_CODE_LIKE = r"[A-Za-z_]\w*(?:[_.][A-Za-z0-9]\w*)+|[a-z]+[A-Z]\w*"
+"""`safety.code_like`'s pattern before it was written not to backtrack (quadratic)."""
+
+
+@settings(max_examples=3000, deadline=None, derandomize=True)
+@given(st.text("aZb_.1é-ſ", max_size=14))
+def test_code_like_reads_names_as_its_backtracking_form_did(name: str) -> None:
+    import re
+
+    from situated.safety import code_like
+
+    assert code_like(name) == (re.fullmatch(_OLD_CODE_LIKE, name) is not None)

@@ -50,7 +50,6 @@ from situated.safety import (
     _HIDDEN,
     _INJECTION,
     _TOOL_MENTION,
-    _TOOL_MENTION_PATTERN,
     Finding,
     Gated,
     ascii_lower,
@@ -64,7 +63,12 @@ from situated.safety import (
 # -- reference copies of the code the fast paths replaced ----------------------------------
 
 _REF_INJECTION = [(re.compile(p, re.IGNORECASE), why) for p, why in _INJECTION]
-_REF_TOOL = re.compile(_TOOL_MENTION_PATTERN, re.IGNORECASE)
+_REF_TOOL = re.compile(  # the one pattern `safety.tool_mentions` reads in linear time
+    r"`([A-Za-z_][\w.\-]{1,63})`"
+    r"|\b(?:call|invoke|use|run|execute)\s+(?:the\s+)?([A-Za-z_][\w.\-]{1,63})(?:\s+tool)?\b"
+    r"|\b([A-Za-z_][\w.]*_[\w.]+|[A-Za-z_]\w*)\s*\(",
+    re.IGNORECASE,
+)
 _REF_CONTRASTS = [(re.compile(a, re.I), re.compile(b, re.I)) for a, b in rules._CONTRASTS]
 _STOP = frozenset(
     "the a an it this that them to and or of with for on in at by again first then".split()

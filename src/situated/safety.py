@@ -65,6 +65,9 @@ is read by `_CALL_RUN` (see `tool_mentions`)."""
 _CALL_RUN = re.compile(r"(?<![\w.])[\w.]++\s*+\(")
 """A whole run of word characters and dots, then `(`: read once, without backtracking."""
 _CALL_TAIL = re.compile(r"[\w.]++\s*+\(")
+_NAME_HEAD = re.compile(r"[A-Za-z_]", re.IGNORECASE)
+"""What may start a name, as the case-insensitive pattern reads it (`ſ` and the Kelvin sign
+fold to ASCII letters)."""
 """The same from inside a run (where a match of `_NAMED_TOOL_PATTERN` ended)."""
 _STOP = frozenset(
     "the a an it this that them to and or of with for on in at by again first then".split()
@@ -274,7 +277,7 @@ def _called(run: str, before: str) -> int | None:
         previous = run[start - 1] if start else before
         if previous != "." and (previous.isalnum() or previous == "_"):
             continue  # no word boundary inside a run of word characters
-        if not (head == "_" or "A" <= head <= "Z" or "a" <= head <= "z"):
+        if not _NAME_HEAD.match(head):
             continue
         if last_underscore > start or start > last_dot:
             return start
