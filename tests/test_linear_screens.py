@@ -2,9 +2,9 @@
 
 Each screen of `linear_screens.SCREENS` is timed (CPU time) on every adversarial shape at the
 content limit and at an eighth of it, in a forked child that the test kills past its budget (a
-backtracking regular expression holds the GIL: nothing in the same process could stop it). A screen fails
-when it takes longer than `BOUND` at the limit, or when it grows super-linearly: more than
-`GROWTH` times its time on the eighth (a linear screen grows about 8x, a quadratic one 64x).
+backtracking regular expression holds the GIL: nothing in the same process could stop it). A
+screen fails when it takes longer than `BOUND` at the limit, or when it grows super-linearly:
+more than `GROWTH` times its time on the eighth (linear grows about 8x, quadratic 64x).
 Hypothesis adds shapes of its own; a whole write at the limit is bounded by `WRITE_BOUND`.
 
 The bounds are generous for a shared, noisy 2-core machine; the code before this test took
