@@ -40,14 +40,15 @@ class EscapingFormatter(DefaultFormatter):
 
 def log_config(level: str = "WARNING") -> dict[str, Any]:
     """uvicorn's logging configuration with `EscapingFormatter`, on its loggers and the root."""
-    handler = {"formatter": "escaped", "class": "logging.StreamHandler",
+    handler = {"formatter": "default", "class": "logging.StreamHandler",
                "stream": "ext://sys.stderr"}
+    escaped = {"()": "situated.http.logs.EscapingFormatter",
+               "fmt": "%(levelprefix)s %(name)s: %(message)s", "use_colors": False}
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"escaped": {"()": "situated.http.logs.EscapingFormatter",
-                                   "fmt": "%(levelprefix)s %(name)s: %(message)s",
-                                   "use_colors": False}},
+        # uvicorn's names: `use_colors` is set on both when given
+        "formatters": {"default": escaped, "access": dict(escaped)},
         "handlers": {"escaped": handler},
         "loggers": {
             "uvicorn": {"handlers": ["escaped"], "level": level, "propagate": False},
