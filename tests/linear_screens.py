@@ -24,6 +24,10 @@ from situated.models import (
     State,
     Validity,
 )
+from situated.reader import read
+from situated.reader.compare import contradiction, judge
+from situated.reader.identity import differs
+from situated.reader.subjects import key_of
 from situated.recall import analysis, reading
 from situated.screen import surfaces
 from situated.screen.classifier import load_model
@@ -131,14 +135,17 @@ SCREENS: dict[str, Callable[[str], object]] = {
     "conditions.parse_condition": conditions.parse_condition,
     "cli.parse_value": parse_value,
     "conversation.parse": _conversation,
-    # the reading used at recall and at write (issue 30 replaces these: keep them covered)
+    # the reader (situation and lesson text -> typed facts) and the reading every stage uses
+    "reader.read": read,
+    "reader.judge": lambda t: judge(read(t), read(t[::-1]), read(t)),
+    "reader.contradiction": lambda t: contradiction(read(t), read(t[::-1])),
+    "reader.differs": lambda t: differs(t, t[::-1]),
+    "reader.key_of": lambda t: key_of(t, "fact"),
     "reading.sentences": reading.sentences,
     "reading.claims": reading.claims,
-    "reading.marks": reading.marks,
     "reading.numbers_in": reading.numbers_in,
     "reading.number_strings": reading.number_strings,
     "reading.stems": reading.stems,
-    "reading.text_contrasts": lambda t: reading.text_contrasts(t, t[::-1]),
     "reading.screen": lambda t: reading.screen(t, frozenset({"send_email"}),
                                                frozenset({"delete"})),
     "reading.names_text": lambda t: reading.names_text(t, "annual plan"),

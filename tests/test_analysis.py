@@ -272,6 +272,7 @@ def _analysis_inputs_digest() -> str:
     import inspect
 
     from situated import conditions, models, safety
+    from situated.reader import lexicon, parse, tokens, types
     from situated.recall import analysis, briefing, compile
     from situated.recall import reading as rules
     from situated.screen import surfaces
@@ -279,12 +280,13 @@ def _analysis_inputs_digest() -> str:
     parts: list[object] = [
         safety._INJECTION, safety._NAMED_TOOL_PATTERN, safety._CALL_RUN.pattern,
         safety._NAME_HEAD.pattern, sorted(safety._STOP),
-        safety._HIDDEN.pattern, safety._ENCODED.pattern, rules._CONTRASTS,
-        rules._NUMBER_BEFORE_WORD.pattern, rules._SENTENCE_END.pattern, rules._TOKEN.pattern,
-        rules._NUMBER.pattern, compile.ESTIMATE_VERSION,
+        safety._HIDDEN.pattern, safety._ENCODED.pattern, rules._SENTENCE_END.pattern,
+        rules._TOKEN.pattern, rules._NUMBER.pattern, compile.ESTIMATE_VERSION,
+        hashlib.sha256(Path(lexicon.__file__).with_name("data").joinpath(
+            "lexicon.msgpack").read_bytes()).hexdigest(),
     ]
-    for fn in (analysis.analyze, analysis.Analysis, rules.sentences, rules.marks,
-               rules.marks_numbers, rules.names_value, rules.names_text, rules.mentions,
+    for fn in (analysis.analyze, analysis.Analysis, parse, tokens, lexicon, types,
+               rules.sentences, rules.names_value, rules.names_text, rules.mentions,
                rules.stems, rules.key_stems, rules.numbers_in, safety.injection_findings,
                safety.tool_mentions, safety._next_call, safety._called,
                conditions.parse_condition, conditions._parse,
@@ -300,7 +302,7 @@ def test_stored_analyses_are_versioned_with_what_they_depend_on() -> None:
     # `analyze` computes changes, or `Analysis`'s fields change in any way (the stored form is
     # positional), bump `situated.recall.analysis.VERSION` (stored analyses of the old version
     # are then ignored and recomputed); either way, update the digest here.
-    assert (VERSION, _analysis_inputs_digest()) == (7, "06e80f379ba6cb43")
+    assert (VERSION, _analysis_inputs_digest()) == (8, "eb67f473152ad1a4")
 
 
 def test_recall_records_encode_like_json_dumps() -> None:

@@ -103,10 +103,11 @@ def test_plan_and_failure_lessons_parse_from_the_rules_distillers_wording() -> N
         "episode_id": "e1", "task": "turn on the red light bulb", "namespace": "sw",
         "steps": [
             {"observation": "hall", "facts": {"location": "hallway"},
-             "action": "open door to workshop", "result": "The door is now open."},
+             "action": "open door to workshop", "result": "The door is now open.",
+             "reward": 0.5},
             {"observation": "hall", "facts": {"location": "hallway"},
              "action": "focus on red light bulb",
-             "result": "You focus on it. [score 50 -> -100: the task failed]"},
+             "result": "You focus on it. [score 50 -> -100: the task failed]", "reward": -1.0},
         ],
         "outcome": {"success": True, "reward": 1.0},
     })
@@ -342,3 +343,28 @@ def test_observed_states_of_objects_become_facts() -> None:
     assert seen["state_green_light_bulb"] == "off" and seen["state_sink"] == "turned off"
     assert not any(k.startswith("state_") for k in state_facts(room, (), {}))
     assert observed_facts(parse_look(KITCHEN)) == {}
+
+
+@pytest.mark.slow
+def test_text_states_carry_the_simulators_text_and_no_parsed_facts() -> None:
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    from situated.errors import InvalidInput
+    from situated.eval.envs.scienceworld import SWEnv, gold_episode, make_config
+
+    with pytest.raises(InvalidInput, match="states"):
+        make_config(True, states="json")
+    env = SWEnv()
+    try:
+        v = env.variations("power-component", "train")[0]
+        text, _ = gold_episode(env, "power-component", v, make_config(True, states="text"))
+        parsed, _ = gold_episode(env, "power-component", v, make_config(True))
+    finally:
+        env.close()
+    assert text.success and text.trajectory().outcome.terminated
+    assert all(s.facts == {} and s.observed == {} for s in text.steps)
+    first = text.steps[0].observation
+    assert first.startswith(text.description[:40]) and "In your inventory" in first
+    assert [s.observation for s in parsed.steps] == [s.observation for s in text.steps]
+    assert all(s.facts.get("location") and s.facts.get("target") for s in parsed.steps)

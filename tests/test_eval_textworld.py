@@ -174,6 +174,10 @@ def test_tiny_real_run(tmp_path: Path, games: Path) -> None:
              (tmp_path / "out" / "textworld-train-trajectories.jsonl").read_text().splitlines()]
     first = trajs[0]["steps"][0]
     assert "-= " in first["observation"]  # the game's own text
+    gold = trajs[0]  # the walkthrough: won, ended by the game, the score as each step's reward
+    assert gold["outcome"]["success"] and gold["outcome"]["terminated"]
+    assert gold["steps"][-1]["reward"] == 1.0 and all(
+        0 <= s["reward"] <= 1 for t in trajs for s in t["steps"])
     assert set(first["facts"]) <= {"location", "ingredients"} | {
         f"{k}_{n}" for k in ("ingredient", "cook", "cut") for n in range(1, 6)}
     # the games are reused from the cache: a second run generates nothing

@@ -112,7 +112,7 @@ def _rules_fallback(mem: Memory, acme: Principal, srv: OpenAIStub, component: st
     assert records, "the rules distiller's lessons are written instead"
     assert all(r.content.startswith(("To boil water", "What went wrong")) for r in records)
     prov = _proposed(mem, records[0].id, acme)["provenance"]
-    assert prov["fallback_from"] == component and prov["distiller"] == "rules@4"
+    assert prov["fallback_from"] == component and prov["distiller"] == "rules@5"
     assert {r.authority for r in records} == {Authority.SYSTEM_OBSERVED}  # rules' drafts
     assert mem.health().failures == {"distiller:llm": 1}
 

@@ -71,12 +71,20 @@ def test_text_only_pair_rejects_explicit_contrast_and_is_never_confident(
     assert reasons(b)[twin.id] is RejectionReason.SOURCE_STATE_MISMATCH
 
 
-def test_numbers_that_differ_are_a_contrast(mem: Memory, acme: Principal) -> None:
+def test_numbers_are_compared_by_magnitude_without_a_stated_threshold(
+    mem: Memory, acme: Principal
+) -> None:
+    # no threshold stated: near values are one situation, an order of magnitude apart is
+    # another, and in between the difference is shown and lowers confidence
     twin = mem.add("Split the order into two boxes.", principal=acme,
                    state="The customer ordered 3 items for delivery.")
-    b = mem.recall(State("The customer ordered 12 items for delivery."), principal=acme)
+    b = mem.recall(State("The customer ordered 40 items for delivery."), principal=acme)
     assert reasons(b)[twin.id] is RejectionReason.SOURCE_STATE_MISMATCH
-
+    b = mem.recall(State("The customer ordered 12 items for delivery."), principal=acme)
+    item = next(i for i in b.items if i.memory_id == twin.id)
+    assert item.verdict is Verdict.PARTIAL and item.confidence < 0.5
+    b = mem.recall(State("The customer ordered 4 items for delivery."), principal=acme)
+    assert twin.id in served(b)
 
 def test_absent_fact_gives_insufficient_evidence_not_rejection(
     mem: Memory, acme: Principal

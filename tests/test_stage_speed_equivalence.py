@@ -69,7 +69,6 @@ _REF_TOOL = re.compile(  # the one pattern `safety.tool_mentions` reads in linea
     r"|\b([A-Za-z_][\w.]*_[\w.]+|[A-Za-z_]\w*)\s*\(",
     re.IGNORECASE,
 )
-_REF_CONTRASTS = [(re.compile(a, re.I), re.compile(b, re.I)) for a, b in rules._CONTRASTS]
 _STOP = frozenset(
     "the a an it this that them to and or of with for on in at by again first then".split()
 )
@@ -102,22 +101,6 @@ def ref_prohibited_effects(text: str, prohibited: Iterable[str]) -> set[str]:
     return {
         e for e in prohibited if re.search(rf"\b{re.escape(e)}\w*\b", text, re.IGNORECASE)
     }
-
-
-def ref_text_contrasts(then: str, now: str) -> list[str]:
-    found = []
-    for a, b in _REF_CONTRASTS:
-        ta, tb, na, nb = a.search(then), b.search(then), a.search(now), b.search(now)
-        if ta and not tb and nb and not na:
-            found.append(f"{ta.group(0)!r} then, {nb.group(0)!r} now")
-        elif tb and not ta and na and not nb:
-            found.append(f"{tb.group(0)!r} then, {na.group(0)!r} now")
-    then_nums = {w.lower(): n for n, w in rules._NUMBER_BEFORE_WORD.findall(then)}
-    for n, w in rules._NUMBER_BEFORE_WORD.findall(now):
-        old = then_nums.get(w.lower())
-        if old is not None and float(old) != float(n):
-            found.append(f"{old} {w} then, {n} {w} now")
-    return found
 
 
 def ref_sentences(text: str) -> list[str]:
@@ -241,7 +224,7 @@ def ref_precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | No
 
 # -- generated texts -------------------------------------------------------------------------
 
-_GATED = [g for g, _ in _COMPILED] + [g for pair in rules._COMPILED for g in pair] + [
+_GATED = [g for g, _ in _COMPILED] + [
     _TOOL_MENTION
 ]
 _LITERALS = sorted({lit for g in _GATED for clause in g.clauses for lit in clause})
@@ -363,19 +346,6 @@ def test_tool_mentions_and_effects_as_before(corpus: list[str]) -> None:
     for text in corpus:
         assert tool_mentions(text) == ref_tool_mentions(text)
         assert prohibited_effects(text, effects) == ref_prohibited_effects(text, effects)
-
-
-def test_text_contrasts_as_before(corpus: list[str]) -> None:
-    rng = random.Random(11)
-    words = [*_SITUATIONS, "the mug", "the stove", "is", "now"]
-    states = [_text(rng, words, 4) for _ in range(600)] + corpus[:300]
-    contrasts = 0
-    for _ in range(6000):
-        then, now = rng.choice(states), rng.choice(states)
-        want = ref_text_contrasts(then, now)
-        assert rules.text_contrasts(then, now) == want
-        contrasts += bool(want)
-    assert contrasts > 500
 
 
 def test_sentences_as_before(corpus: list[str]) -> None:

@@ -158,6 +158,32 @@ def eval_poisoning(
     run_poisoning(out, Console(), quick=quick, download=not offline)
 
 
+class States(StrEnum):
+    """How `eval scienceworld` and `eval textworld` hand states to memory."""
+
+    parsed = "parsed"
+    text = "text"
+
+
+class Games(StrEnum):
+    """Which TextWorld games `eval textworld` plays."""
+
+    cooking = "cooking"
+    custom = "custom"
+
+
+def _ints(option: str, value: str | None) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        out = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise InvalidInput(option, "comma-separated integers, e.g. 0,1,2") from None
+    if not out or any(v < 0 or v >= 2**32 for v in out):
+        raise InvalidInput(option, "comma-separated integers from 0 to 2^32-1, e.g. 0,1,2")
+    return out
+
+
 @eval_app.command("scienceworld")
 def eval_scienceworld(
     ctx: typer.Context,
@@ -178,6 +204,10 @@ def eval_scienceworld(
                                  help="Train variations per task that memory is built from.")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1)] = 0,
+    states: Annotated[
+        States, typer.Option("--states", help="parsed: the simulator's text with the facts "
+                             "ScienceWorld's own parser reads; text: the text alone.")
+    ] = States.parsed,
 ) -> None:
     """ScienceWorld: memory across unseen test variations (needs the scienceworld extra, Java)."""
     from situated.eval.envs import run_scienceworld
@@ -185,19 +215,42 @@ def eval_scienceworld(
     settings: Settings = ctx.obj
     run_scienceworld(quick, out, Console(), tasks=tasks.split(",") if tasks else None,
                      variations=variations, seed=seed, train_variations=train_variations,
-                     embedder=settings.embedder or DEFAULT_EMBEDDER)
+                     embedder=settings.embedder or DEFAULT_EMBEDDER, states=states.value)
 
 
 @eval_app.command("textworld")
 def eval_textworld(
     ctx: typer.Context,
-    quick: Annotated[bool, typer.Option("--quick", help="4 train and 4 test games.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="cooking: 4 train and 4 test games; "
+                                        "custom: 2 shapes, 2 and 2 games each, one seed.")]
+    = False,
     out: Annotated[Path, typer.Option("--out", file_okay=False)] = Path("eval-results"),
-    train_games: Annotated[int | None, typer.Option("--train-games", min=1, max=1000)] = None,
-    test_games: Annotated[int | None, typer.Option("--test-games", min=1, max=1000)] = None,
+    games: Annotated[
+        Games, typer.Option("--games", help="cooking (tw-make tw-cooking, the cooking agent) or "
+                            "custom (tw-make custom games of five shapes, the generic agent).")
+    ] = Games.cooking,
+    states: Annotated[
+        States | None, typer.Option("--states", help="parsed: the game's text with the facts "
+                                    "the cooking reader reads; text: the text alone (default: "
+                                    "parsed for cooking, text for custom).")
+    ] = None,
+    train_games: Annotated[
+        int | None, typer.Option("--train-games", min=1, max=1000, help="Per shape for custom.")
+    ] = None,
+    test_games: Annotated[
+        int | None, typer.Option("--test-games", min=1, max=1000, help="Per shape for custom.")
+    ] = None,
+    shapes: Annotated[
+        str | None, typer.Option("--shapes", help="custom: comma-separated shape names "
+                                 "(tiny, small, medium, wide, large; default all).")
+    ] = None,
+    agent_seeds: Annotated[
+        str | None, typer.Option("--agent-seeds", help="custom: comma-separated agent seeds, "
+                                 "pooled (default 0,1,2; 0 with --quick).")
+    ] = None,
     step_cap: Annotated[
         int | None, typer.Option("--step-cap", min=1, max=1000,
-                                 help="Steps per episode (default 60).")
+                                 help="Steps per episode (default 60 cooking, 50 custom).")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1)] = 0,
     cache: Annotated[
@@ -209,19 +262,36 @@ def eval_textworld(
         str | None, typer.Option("--agent-key", envvar="SITUATED_AGENT_API_KEY", hidden=True)
     ] = None,
 ) -> None:
-    """TextWorld cooking games: memory on unseen layouts (needs the textworld extra)."""
+    """TextWorld: cooking games on unseen layouts, or games of other shapes in unseen worlds
+    (`--games custom`) (needs the textworld extra)."""
     from situated.eval.envs.textworld import run_textworld
     from situated.eval.envs.twllm import LLMClient
 
     settings: Settings = ctx.obj
+    embedder = settings.embedder or DEFAULT_EMBEDDER
+    if games is Games.custom:
+        from situated.eval.envs.twcustom import run_textworld_custom
+
+        if agent_url or agent_model:
+            raise InvalidInput("agent-url", "an LLM agent plays the cooking games only")
+        if seed:
+            raise InvalidInput("seed", "custom games take --agent-seeds")
+        run_textworld_custom(quick, out, Console(), shapes=shapes.split(",") if shapes else None,
+                             train_games=train_games, test_games=test_games,
+                             agent_seeds=_ints("agent-seeds", agent_seeds), step_cap=step_cap,
+                             states=(states or States.text).value, embedder=embedder,
+                             cache_dir=cache)
+        return
+    if shapes or agent_seeds:
+        raise InvalidInput("shapes" if shapes else "agent-seeds", "for --games custom only")
     llm = None
     if agent_url or agent_model:
         if not (agent_url and agent_model):
             raise InvalidInput("agent-model", "--agent-url and --agent-model go together")
         llm = LLMClient(agent_url, agent_model, api_key=agent_key)
     run_textworld(quick, out, Console(), train_games=train_games, test_games=test_games,
-                  seed=seed, step_cap=step_cap, embedder=settings.embedder or DEFAULT_EMBEDDER,
-                  cache_dir=cache, llm=llm)
+                  seed=seed, step_cap=step_cap, embedder=embedder, cache_dir=cache, llm=llm,
+                  states=(states or States.parsed).value)
 
 
 def demo(

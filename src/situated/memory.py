@@ -66,6 +66,7 @@ from situated.models import (
     utcnow,
     validate_input,
 )
+from situated.reader.subjects import key_of
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.analysis import stored_form
 from situated.recall.briefing import Briefing
@@ -466,10 +467,19 @@ class Memory:
         conditions = tuple(args.items(conditions, "conditions"))
         for c in conditions:
             parse_condition(c)
-        if k is Kind.FACT and (not entity or not attribute):
-            raise InvalidInput("entity", "a fact needs an entity and an attribute")
         if (entity is None) != (attribute is None):
             raise InvalidInput("attribute", "entity and attribute go together")
+        if entity is None and k in (Kind.FACT, Kind.PREFERENCE) and not multi_valued:
+            # a fact or preference written as text: its subject and value, as the reader
+            # reads them, so a newer value about the same subject replaces the older
+            read_key = key_of(content, k.value)
+            if read_key is not None and value is None:
+                entity, attribute, value = read_key.entity, read_key.attribute, read_key.value
+                multi_valued = not read_key.exclusive
+        if k is Kind.FACT and (not entity or not attribute):
+            raise InvalidInput(
+                "entity", "a fact needs an entity and an attribute (none could be read from "
+                "its text: give entity= and attribute=, or add it as a note)")
         args.optional_label(entity, "entity")
         args.optional_label(attribute, "attribute")
         if isinstance(evidence, str):

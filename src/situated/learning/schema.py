@@ -50,6 +50,8 @@ REPLACEMENT = re.compile(
 )
 
 SINGLE, BLOCKED, UNDECIDED = "single", "blocked", "undecided"
+PREFERS = "prefers:"
+"""The attribute prefix of a preference's topic as the reader reads it (`reader.subjects`)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,8 @@ class AttributeSchema:
             return False
         if rec.kind is Kind.FACT:
             return True
+        if rec.kind is Kind.PREFERENCE and rec.attribute.startswith(PREFERS):
+            return True  # a chosen value ("prefers window seats"): one at a time
         return self._row(rec)[2] == SINGLE
 
     # -- evidence ---------------------------------------------------------------------------

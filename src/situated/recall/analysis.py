@@ -24,6 +24,7 @@ from situated.conditions import Condition, clear_parse_cache, parse_condition
 from situated.embed.hashing import feature_bucket
 from situated.errors import ConditionSyntaxError
 from situated.models import FactValue, MemoryRecord, normalise_text
+from situated.reader import Reading, clear_reader_caches, read
 from situated.recall import reading
 from situated.recall.briefing import Claim, compute_unsafe, forget_known_unsafe, unsafe_text
 from situated.recall.compile import render_line, token_counter
@@ -33,7 +34,7 @@ from situated.safety import injection_findings, tool_mentions
 from situated.screen import surfaces
 from situated.screen.classifier import clear_screen_cache, load_model
 
-VERSION = 7
+VERSION = 8
 """Bump when `analyze` would read a text differently, and on any change to `Analysis`'s fields
 (order, type, addition: the stored form is positional). Stored analyses of another version are
 ignored, and recomputed when a store is opened."""
@@ -52,10 +53,11 @@ class Analysis(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True)
     """Sentence index -> the first injection finding's reason, for sentences with one."""
     tools: dict[int, tuple[str, ...]] = {}
     """Sentence index -> tool names the sentence mentions, for sentences with any."""
-    then_sides: dict[int, tuple[str | None, str | None]] = {}
-    """Contrast index -> (first match of each side) in the source-state text, where any."""
-    then_numbers: dict[str, tuple[str, float]] = {}
-    """Source-state text: word (lower-cased) -> (number, value) of a number before it."""
+    lesson_reading: Reading | None = None
+    """The reader's reading of the lesson (`content`): its conditional clauses, statements,
+    content words and ordered actions."""
+    then_reading: Reading | None = None
+    """The reader's reading of the source state's text (None without a source state)."""
     source_hash: str | None = None
     """The source state's fingerprint (None without a source state)."""
     named: tuple[str, ...] = ()
@@ -87,12 +89,13 @@ class Analysis(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True)
             lambda i, _: self.tools.get(i, ()), allowed_tools, prohibited,
         )
 
-    def contrasts(self, now: str) -> list[str]:
-        """`reading.text_contrasts(source text, now)`, from the stored source-text marks."""
-        sides = self.then_sides
-        return reading.contrasts_from(
-            lambda i: sides.get(i, (None, None)), lambda: self.then_numbers, now
-        )
+    def readings(self, record: MemoryRecord) -> tuple[Reading, Reading | None]:
+        """(lesson reading, source-state reading), from the analysis when it holds them."""
+        src = record.source.state
+        lesson = self.lesson_reading or read(record.content)
+        if src is None:
+            return lesson, None
+        return lesson, self.then_reading or read(src.text)
 
     def encode(self) -> bytes:
         """What the store keeps: MessagePack, fields in order (decoded in a few µs)."""
@@ -124,13 +127,10 @@ def analyze(record: MemoryRecord) -> Analysis:
         if names:
             tools[i] = tuple(sorted(names))
     src = record.source.state
-    then_sides: dict[int, tuple[str | None, str | None]] = {}
-    then_numbers: dict[str, tuple[str, float]] = {}
     facts: Mapping[str, FactValue] = {}
+    then_reading = None
     if src is not None:
-        marks = reading.marks.__wrapped__(src.text)  # that cache is for present texts
-        then_sides = {i: s for i, s in enumerate(marks.sides) if s != (None, None)}
-        then_numbers = dict(reading.marks_numbers(src.text)[1])
+        then_reading = read.__wrapped__(src.text)  # that cache is for present texts
         facts = src.facts
     return Analysis(
         version=VERSION,
@@ -138,8 +138,8 @@ def analyze(record: MemoryRecord) -> Analysis:
         sentences=sentences,
         findings=findings,
         tools=tools,
-        then_sides=then_sides,
-        then_numbers=then_numbers,
+        lesson_reading=read.__wrapped__(content),
+        then_reading=then_reading,
         source_hash=state_fingerprint(src) if src is not None else None,
         named=tuple(k for k, v in facts.items() if reading.names_value(content, v)),
         mentions=tuple(k for k in facts if reading.mentions(content, k)),
@@ -177,13 +177,14 @@ def clear_text_caches() -> None:
     """Empty every in-process cache that holds memory text (parsed, screened, split, counted
     texts), as erasure requires: erased text must not stay in this process."""
     for cached in (
-        reading.sentences, reading.claims, reading.marks, reading.marks_numbers,
+        reading.sentences, reading.claims,
         reading.names_text, reading.stems, reading.numbers_in, reading.key_stems,
         reading.screen, reading.number_strings, injection_findings, normalise_text, digest_of,
         feature_bucket, token_counter()._count, unsafe_text, surfaces.views_cache(),
     ):
         cached.cache_clear()
     clear_parse_cache()
+    clear_reader_caches()
     clear_screen_cache()
     forget_known_unsafe()
     prechecks.clear_caches()

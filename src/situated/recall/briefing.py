@@ -108,6 +108,8 @@ class GuidanceItem:
     source_state: str
     adaptations: tuple[str, ...] = ()
     tokens: int = 0
+    checked: tuple[str, ...] = ()
+    """The facts checked against the present and found to hold ("replica lag: 280 s")."""
 
 
 @quick_init
@@ -198,6 +200,10 @@ class Briefing:
     tokens_used: int = 0
     trace: tuple[StageTrace, ...] = ()
     namespace: str | None = None
+    read: tuple[str, ...] = ()
+    """What the reader read in the present state's text, each fact with the words it was read
+    from ("washer: running (read from 'washer status: running')"); the caller's own facts are
+    not here: they stay as given."""
 
     def render(self, fmt: str = "text") -> str:
         """Render for an agent's context: `text`, `markdown` or `json`.
@@ -234,11 +240,15 @@ class Briefing:
         lines.append(head)
         for item in shown:
             label = f"{item.authority}, {item.verdict.value.lower()}, {item.confidence:.2f}"
+            if item.kind == "preference":
+                label = f"the user's preference, {label}"  # never evidence on a fact
             body = " ".join(item.text.split())
             lines.append(f"> [{item.memory_id}] ({label}) {body}")
             if item.adaptations:
                 adapted = "; ".join(" ".join(a.split()) for a in item.adaptations)
                 lines.append(f">   adapted: {adapted}")
+            if item.checked:
+                lines.append(f">   checked: {'; '.join(' '.join(c.split()) for c in item.checked)}")
         if withheld:
             lines.append(f"({withheld} item(s) withheld: their text read as instruction.)")
         return "\n".join(lines)
@@ -261,6 +271,8 @@ class Briefing:
         out = [f"recall {self.recall_id}: mode {self.mode.value}, "
                f"{len(self.items)} served, {len(self.rejected)} rejected, "
                f"{self.tokens_used}/{self.budget_tokens} tokens"]
+        for line in self.read:
+            out.append(f"present, as read: {line}")
         for mem_id, traces in by_mem.items():
             out.append(f"memory {mem_id}")
             for t in traces:
@@ -289,7 +301,7 @@ def briefing_dict(b: Briefing, trace: bool = True) -> dict[str, Any]:
         "missing_facts": _seq(b.missing_facts, list(b.missing_facts)),
         "budget_tokens": b.budget_tokens, "tokens_used": b.tokens_used,
         "trace": _seq(b.trace, [trace_dict(t) for t in b.trace]) if trace else (),
-        "namespace": b.namespace,
+        "namespace": b.namespace, "read": _seq(b.read, list(b.read)),
     }
 
 
@@ -322,6 +334,7 @@ def _item_dict(i: GuidanceItem) -> dict[str, Any]:
         "confidence": i.confidence, "scores": scores_dict(i.scores), "kind": i.kind,
         "authority": i.authority, "source_state": i.source_state,
         "adaptations": _seq(i.adaptations, list(i.adaptations)), "tokens": i.tokens,
+        "checked": list(i.checked),
     }
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from situated.embed.base import Vector
 from situated.models import MemoryRecord, normalise_text
+from situated.reader.identity import differs
 from situated.recall.reading import number_strings
 
 NEAR_DUPLICATE = 0.95
@@ -29,7 +30,9 @@ def near_duplicate(a: MemoryRecord, b: MemoryRecord, similarity: float | None) -
     Never when they differ in what makes them distinct: kind, (entity, attribute, value),
     conditions, or the numbers in their text ("above 100 USD" vs "above 250 USD" embed almost
     identically but are a change, not a restatement). Otherwise: the same normalised content,
-    or lesson vectors closer than `NEAR_DUPLICATE` (cosine `similarity`; None when unknown).
+    or lesson vectors closer than `NEAR_DUPLICATE` (cosine `similarity`; None when unknown)
+    whose readings do not differ (`reader.identity.differs`: the order of the same steps,
+    negation, a value, a swapped word).
     """
     if a.kind != b.kind or (a.entity, a.attribute) != (b.entity, b.attribute):
         return False
@@ -41,7 +44,11 @@ def near_duplicate(a: MemoryRecord, b: MemoryRecord, similarity: float | None) -
         return False
     if normalise_text(a.content) == normalise_text(b.content):
         return True
-    return similarity is not None and similarity >= NEAR_DUPLICATE
+    if similarity is None or similarity < NEAR_DUPLICATE:
+        return False
+    # close vectors; the same meaning only if the readings agree (order of steps, negation,
+    # values, a swapped word)
+    return differs(a.content, b.content) is None
 
 
 def cosine(va: Vector | None, vb: Vector | None) -> float | None:

@@ -20,6 +20,7 @@ import numpy as np
 from situated.embed.base import Embedder, Vector
 from situated.errors import ModelError
 from situated.models import Principal, State, utcnow
+from situated.reader import Reading, read
 from situated.recall.analysis import Analysis, decode
 from situated.recall.briefing import (
     Briefing,
@@ -97,6 +98,8 @@ class Recall:
     counter: Any = None
     """The token counter compile used (its name goes into the record)."""
     briefing: Briefing | None = None
+    present_reading: Reading | None = None
+    """The reader's reading of the present state (stage 4 reads it once)."""
 
     @cached_property
     def state_hash(self) -> str:
@@ -156,6 +159,7 @@ def judge_stage(r: Recall) -> None:
     assert r.svec is not None
     state_sims = _dots(state_vecs, r.svec)
     model_ref = r.embedder.model_ref  # the same for every candidate: read once
+    present_reading = r.present_reading = read(req.state.text)  # the present, read once
     floor = r.embedder.relevance_floor
     for c in r.kept:
         rec = c.record
@@ -165,7 +169,7 @@ def judge_stage(r: Recall) -> None:
             record=rec, present=state, intent=intent, state_similarity=state_sim,
             content_similarity=c.content_similarity, relevance=c.relevance,
             policy=policy, embedder=model_ref, present_fingerprint=state_hash,
-            analysis=analysis, relevance_floor=floor,
+            analysis=analysis, relevance_floor=floor, present_reading=present_reading,
         )
         # 4 reconstruct: deterministic pre-checks first, then the reconstructor
         recon = precheck(item, r.as_of)
@@ -182,7 +186,7 @@ def judge_stage(r: Recall) -> None:
             numbers["state_similarity"] = state_sim
         r.trace.append(StageTrace(rec.id, stage, recon.verdict.value, numbers, recon.detail))
         # 5 validate
-        checked = validate(recon, rec, state, policy, analysis)
+        checked = validate(recon, rec, state, policy, analysis, present_reading)
         if checked is not recon:
             r.trace.append(
                 StageTrace(rec.id, "validate", checked.verdict.value, {}, checked.detail))
@@ -258,7 +262,7 @@ def compile_stage(r: Recall) -> None:
                 confidence=recon.confidence, scores=s, kind=rec.kind.value,
                 authority=rec.authority.label,
                 source_state=rec.source.state.describe() if rec.source.state else "unknown",
-                adaptations=recon.adaptations, tokens=tokens,
+                adaptations=recon.adaptations, tokens=tokens, checked=recon.matched,
             )
         )
         trace.append(StageTrace(rec.id, "compile", "SERVED", {"tokens": tokens}))
@@ -285,7 +289,21 @@ def compile_stage(r: Recall) -> None:
         tokens_used=sum(i.tokens for i in items),
         trace=tuple(trace),
         namespace=req.namespace,
+        read=_read_lines(r),
     )
+
+
+def _read_lines(r: Recall) -> tuple[str, ...]:
+    """The present's read facts with the words each was read from (for `explain`)."""
+    reading, text = r.present_reading, r.req.state.text
+    if reading is None:
+        return ()
+    lines = []
+    for f in (*reading.facts, *reading.conditions):
+        if f.weak:
+            continue
+        lines.append(f"{f.label()}: {f.value_text()} (read from {text[f.start:f.end]!r})")
+    return tuple(dict.fromkeys(lines))
 
 
 def record_stage(r: Recall) -> None:

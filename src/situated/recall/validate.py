@@ -3,7 +3,8 @@
 Sentence by sentence: a sentence that commands the agent, claims authority, names a tool outside
 the allow-list (with no allow-list: any code-like tool name, deny-by-default) or a prohibited
 effect is stripped as a rejected claim; when nothing usable is
-left, the candidate is rejected. A fact that contradicts present evidence is rejected.
+left, the candidate is rejected. A fact that contradicts present evidence (a caller's fact, or
+what the reader reads in the present's text) is rejected.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from situated.models import MemoryRecord, State, normalise_text
+from situated.models import Kind, MemoryRecord, State, normalise_text
+from situated.reader import Reading, read
+from situated.reader.compare import contradiction
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
 from situated.recall.reading import screen
 from situated.recall.reconstruct.base import Policy
@@ -26,16 +29,23 @@ def validate(
     present: State,
     policy: Policy,
     analysis: Analysis | None = None,
+    present_reading: Reading | None = None,
 ) -> Reconstruction:
     """Return the reconstruction with unsafe claims stripped, or rejected with a reason.
 
     `analysis` (the record's, `situated.recall.analysis`) spares re-screening guidance that is
-    the lesson as written; adapted or model-written guidance is always screened itself."""
+    the lesson as written; adapted or model-written guidance is always screened itself.
+    `present_reading`: the reader's reading of the present (a fact or note written as text is
+    checked against it)."""
     if recon.verdict not in (Verdict.APPLICABLE, Verdict.PARTIAL):
         return recon
-    contradiction = contradicts(record, present)
-    if contradiction:
-        return _reject(recon, RejectionReason.CONTRADICTED, contradiction)
+    contradicted = contradicts(record, present)
+    if not contradicted and present_reading is not None and record.kind in _ASSERTS:
+        lesson = (analysis.lesson_reading if analysis is not None
+                  and analysis.lesson_reading is not None else read(record.content))
+        contradicted = contradiction(lesson, present_reading)
+    if contradicted:
+        return _reject(recon, RejectionReason.CONTRADICTED, contradicted)
     allowed = None if policy.allowed_tools is None else frozenset(policy.allowed_tools)
     prohibited = frozenset(policy.prohibited_effects)
     if analysis is not None and recon.guidance == record.content:
@@ -61,6 +71,10 @@ def validate(
         rejected=tuple(rejected),
         confidence=round(recon.confidence * len(kept) / (len(kept) + len(rejected)), 3),
     )
+
+
+_ASSERTS = (Kind.FACT, Kind.NOTE)
+"""Kinds that assert facts of the world (a lesson or a preference does not)."""
 
 
 def contradicts(record: MemoryRecord, present: State) -> str:

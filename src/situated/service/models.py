@@ -328,6 +328,7 @@ class ItemDoc(_Doc):
     source_state: str
     adaptations: list[str]
     tokens: int
+    checked: list[str] = []
 
 
 class RejectedDoc(_Doc):
@@ -362,6 +363,7 @@ class BriefingDoc(_Doc):
     namespace: str | None
     rendered: str
     explain: str | None = None
+    read: list[str] = []
 
     @classmethod
     def of(cls, b: Briefing, explain: bool = False) -> BriefingDoc:

@@ -14,8 +14,15 @@ defaults to "default", and each step's `observation`, `facts` (flat: string, num
 null values), `observed` (flat facts about the surroundings, such as the state of each object
 in view: kept by a lesson only where its outcome turned on them), `action`, `result` and
 `reward` (the episode's reward or score after the step, when the environment reports one) may
-be left out. The README and `situated learn --help`
-show the same format.
+be left out, and so may `outcome.reward` and `outcome.terminated` (whether the environment
+ended the episode itself, as Gymnasium's `terminated`, rather than it running out of steps).
+The README and `situated learn --help` show the same format.
+
+What failed is read from the environment's numbers, never from words in its text when those
+numbers exist (`failed_steps`): a step whose reward fell, and the last step of a failed episode
+the environment ended (`terminated`). Only a trajectory without any reward falls back to words,
+and then only in the first sentence of a step's result (the game's answer to the action, not
+the description of a room that follows it).
 
 Distillers turn a trajectory into `LessonDraft`s; `Memory.learn` sends each through the same
 gates and promotion as `add`. The `rules` distiller (`RulesDistiller`, the only one shipped)
@@ -74,7 +81,11 @@ class EpisodeOutcome(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     success: bool
-    reward: float | None = None
+    reward: float | None = Field(default=None, allow_inf_nan=False)
+    terminated: bool | None = None
+    """The environment ended the episode itself (a goal reached, a game lost; Gymnasium's
+    `terminated`), rather than the agent running out of steps; None when unknown. A failed
+    episode the environment ended blames its last action."""
 
 
 class Trajectory(BaseModel):
@@ -128,11 +139,54 @@ class Distiller(Protocol):
     def distill(self, trajectory: Trajectory) -> list[LessonDraft]: ...
 
 
-_FAIL_WORDS = re.compile(
+FAIL_WORDS = re.compile(
     r"\b(fail(?:ed|s|ure)?|error|cannot|can't|unable|nothing happens|no effect|invalid|"
     r"not possible|denied|wrong)\b",
     re.I,
 )
+"""Words that say an action failed; read only in the answer to an action of a trajectory
+without rewards (`says_failed`)."""
+_FIRST_SENTENCE = re.compile(r"\s*(.*?(?:[.!?](?=\s|$)|\n\s*\n|$))", re.S)
+
+
+def _answer(result: str) -> str:
+    """The first sentence of a step's result: the environment's answer to the action, before
+    any description of the place that follows it."""
+    m = _FIRST_SENTENCE.match(result)
+    return m.group(1) if m else ""
+
+
+def says_failed(result: str) -> bool:
+    """Whether the answer to an action reads as a failure (the fallback for trajectories that
+    carry no reward: only the first sentence of the result is read)."""
+    return bool(FAIL_WORDS.search(_answer(result)))
+
+
+def failed_steps(trajectory: Trajectory) -> list[int]:
+    """Indices of the acted steps that failed, from the environment's numbers when it reports
+    any: a step after which the reward is lower than before it (0 before the first step), and
+    the last acted step of a failed episode the environment ended (`outcome.terminated`).
+    Running out of steps blames nothing. Without any reward in the trajectory, a step failed
+    when the first sentence of its result says so (`says_failed`), and a failed episode whose
+    end is unknown blames its last step only when that step reads as failed; flavour text
+    later in a result ("you can't miss the door") is never read."""
+    steps = trajectory.steps
+    acted = [i for i, s in enumerate(steps) if s.action.strip()]
+    out: set[int] = set()
+    rewarded = any(s.reward is not None for s in steps)
+    if rewarded:
+        prev = 0.0
+        for i, s in enumerate(steps):
+            if s.reward is None:
+                continue
+            if s.reward < prev and s.action.strip():
+                out.add(i)
+            prev = s.reward
+    else:
+        out.update(i for i in acted if says_failed(steps[i].result))
+    if not trajectory.outcome.success and acted and trajectory.outcome.terminated:
+        out.add(acted[-1])
+    return sorted(out)
 
 
 PLACE_KEYS = ("location", "room", "place", "page", "screen")
@@ -304,11 +358,12 @@ class RulesDistiller:
     step the outcome turned on starting a lesson of its own (`decisive_step`,
     `split_at_decision`) that also keeps, as facts and conditions, what was observed in view
     that the outcome turned on (`deciding_facts`). From any episode: a 'what went wrong' lesson
-    per step whose result reports a failure, and for a failed episode one about its last action
-    only when that action visibly failed (running out of steps blames nothing)."""
+    per failed step (`failed_steps`: the reward fell, or the environment ended a failed
+    episode there; words only without any reward), and for a failed episode one about its last
+    action when that step failed (running out of steps blames nothing)."""
 
     name = "rules"
-    version = "4"
+    version = "5"
 
     def distill(self, trajectory: Trajectory) -> list[LessonDraft]:
         t = trajectory
@@ -348,17 +403,17 @@ class RulesDistiller:
                         evidence=ev,
                     )
                 )
-        for i, s in acted:
-            if _FAIL_WORDS.search(s.result):
-                drafts.append(self._failure(
-                    f"What went wrong: '{s.action.strip()}' did not work here "
-                    f"({_clip(s.result)}); try something else.", i, s, ev))
-        if not t.outcome.success and acted:
+        failed = failed_steps(t)
+        for i in failed:
+            s = t.steps[i]
+            drafts.append(self._failure(
+                f"What went wrong: '{s.action.strip()}' did not work here "
+                f"({_clip(s.result)}); try something else.", i, s, ev))
+        if not t.outcome.success and acted and acted[-1][0] in failed:
             i, last = acted[-1]
-            if _FAIL_WORDS.search(last.result):
-                drafts.append(self._failure(
-                    f"What went wrong: trying to {task}, the episode failed after "
-                    f"'{last.action.strip()}' ({_clip(last.result)}).", i, last, ev))
+            drafts.append(self._failure(
+                f"What went wrong: trying to {task}, the episode failed after "
+                f"'{last.action.strip()}' ({_clip(last.result)}).", i, last, ev))
         return _unique(drafts)
 
     @staticmethod

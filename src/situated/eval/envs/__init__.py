@@ -7,8 +7,9 @@ from situated.eval.envs.scienceworld import (
     unavailable_reason,
 )
 from situated.eval.envs.textworld import TextWorldMissing, run_textworld
+from situated.eval.envs.twcustom import run_textworld_custom
 
 __all__ = [
     "ScienceWorldMissing", "TextWorldMissing", "run_scienceworld", "run_textworld",
-    "unavailable_reason",
+    "run_textworld_custom", "unavailable_reason",
 ]

@@ -23,15 +23,19 @@ The evaluation, for each task:
    ever written from test variations.
 
 Trajectories (`situated.write.distill.Trajectory`): one step per action the simulator accepted.
-`observation` is the `look around` text before the action; `facts` are those of
+`observation` is the simulator's own text before the action: the task description, the `look
+around` text and the inventory. With `states="parsed"` (the default) `facts` are those of
 `swparse.state_facts` (location, inventory, visible objects, and the task's target, rooms,
-answer boxes and threshold parsed from the description), `observed` those of
+answer boxes and threshold parsed from the description) and `observed` those of
 `swparse.observed_facts` (the states of the objects in view, which the present state at a
-consultation carries too); `result` is the simulator's answer,
+consultation carries too); with `states="text"` there are neither, so whatever structure
+memory finds in the text is its own reading. `result` is the simulator's answer,
 followed by the score change when there is one (`[score 50 -> -100: the task failed]` when the
 score drops below zero, the environment's failure signal); `reward` is the score after the
-step / 100 (the distiller's `decisive_step` is where it last changed). The outcome is success
-when the score reaches 100; the reward is score / 100.
+step / 100 (the distiller's `decisive_step` is where it last changed; a fall is a failure).
+The outcome is success when the score reaches 100; the reward is score / 100; `terminated`
+says whether the simulator ended the episode (completed, or a score below zero) rather than
+the step cap.
 
 Speed: the simulator's `step()` wrapper rebuilds the full valid-action list on every call
 (80-600 ms); this module calls the server's `step`, `getScore` and `getCompleted` directly and
@@ -65,11 +69,12 @@ from rich.console import Console
 from rich.table import Table
 
 from situated.embed import DEFAULT_EMBEDDER, Embedder
-from situated.errors import UsageError
+from situated.errors import InvalidInput, UsageError
 from situated.eval.envs.stats import Estimate, bootstrap_mean, wilson
 from situated.eval.envs.swagent import NO_ADVICE, Advice, BriefedAgent, Plan, parse_guidance
 from situated.eval.envs.swparse import (
     AMBIGUOUS,
+    Room,
     is_invalid,
     observed_facts,
     parse_inventory,
@@ -81,7 +86,7 @@ from situated.eval.envs.swparse import (
 from situated.eval.envs.swtasks import resolve_tasks
 from situated.eval.reader import parse_context
 from situated.memory import Memory
-from situated.models import LifecycleState, Principal, State
+from situated.models import FactValue, LifecycleState, Principal, State
 from situated.recall.compile import token_counter
 from situated.safety import injection_findings
 from situated.write.distill import EpisodeOutcome, Step, Trajectory
@@ -102,8 +107,9 @@ ARMS: tuple[str, ...] = ("no_memory", "raw_replay", "utility_replay", "compiled"
 BASELINE = "no_memory"
 TENANT = "scienceworld"
 RAW_HEADER = "Relevant past experience:"
-OBS_CHARS = 2000
+OBS_CHARS = 3000
 RESULT_CHARS = 600
+STATES: tuple[str, ...] = ("parsed", "text")
 
 
 class ScienceWorldMissing(UsageError):
@@ -137,6 +143,8 @@ class SWConfig:
     gold_factor: float = 1.5
     """Each task's step cap is at least this times its longest train gold path (0: off), so
     long tasks (gold paths of 60-180 actions) can be solved at all."""
+    states: str = "parsed"
+    """`parsed`: the simulator's text with `swparse`'s facts; `text`: the text alone."""
 
     def fitted(self, gold_lengths: Sequence[int]) -> SWConfig:
         """This configuration with the step cap raised to fit the task's gold paths."""
@@ -152,7 +160,7 @@ class SWConfig:
             "seed": self.seed, "embedder": self.embedder, "k": self.k,
             "budget_tokens": self.budget_tokens, "max_consults": self.max_consults,
             "feedback": self.feedback, "quick": self.quick, "arms": list(ARMS),
-            "gold_factor": self.gold_factor,
+            "gold_factor": self.gold_factor, "states": self.states,
         }
 
 
@@ -245,6 +253,8 @@ class Episode:
     advices: list[Advice] = field(default_factory=list)
     used: set[str] = field(default_factory=set)
     guided_steps: int = 0
+    ended: bool = False
+    """The simulator ended the episode (completed, or failed), not the step cap."""
 
     @property
     def success(self) -> bool:
@@ -266,7 +276,8 @@ class Episode:
         return Trajectory(
             episode_id=self.episode_id, task=short_task(self.description),
             namespace=namespace(self.task), steps=self.steps,
-            outcome=EpisodeOutcome(success=self.success, reward=self.score / 100.0),
+            outcome=EpisodeOutcome(success=self.success, reward=self.score / 100.0,
+                                   terminated=self.ended),
         )
 
     def row(self) -> dict[str, Any]:
@@ -301,6 +312,32 @@ def annotate(text: str, before: int, after: int) -> str:
 Consult = Callable[[State, str, frozenset[str]], Advice]
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What the agent sees before an action: the simulator's text and what it is read into."""
+
+    text: str
+    room: Room
+    inventory: tuple[str, ...]
+
+    @classmethod
+    def read(cls, env: SWEnv, description: str) -> Seen:
+        look, inv_text = env.look(), env.inventory()
+        text = f"{description}\n\n{look}\n\n{inv_text}"[:OBS_CHARS]
+        return cls(text, parse_look(look), parse_inventory(inv_text))
+
+    def facts(self, cfg: SWConfig, tfacts: dict[str, FactValue]) -> dict[str, FactValue]:
+        return state_facts(self.room, self.inventory, tfacts) if cfg.states == "parsed" else {}
+
+    def observed(self, cfg: SWConfig) -> dict[str, FactValue]:
+        return observed_facts(self.room) if cfg.states == "parsed" else {}
+
+    def step(self, cfg: SWConfig, tfacts: dict[str, FactValue], action: str, result: str,
+             reward: float) -> Step:
+        return Step(observation=self.text, facts=self.facts(cfg, tfacts),
+                    observed=self.observed(cfg), action=action, result=result, reward=reward)
+
+
 def run_episode(
     env: SWEnv,
     task: str,
@@ -317,12 +354,10 @@ def run_episode(
     intent = short_task(desc)
     ep = Episode(task, variation, split, arm, desc)
     agent = BriefedAgent(desc, f"{cfg.seed}|{task}|{variation}")
-    look = env.look()
-    room, inv = parse_look(look), parse_inventory(env.inventory())
+    seen = Seen.read(env, desc)
 
     def ask() -> None:
-        facts = {**observed_facts(room), **state_facts(room, inv, tfacts)}
-        state = State(look[:OBS_CHARS], facts)
+        state = State(seen.text, {**seen.observed(cfg), **seen.facts(cfg, tfacts)})
         advice = consult(state, intent, frozenset(agent.started))
         ep.advices.append(advice)
         agent.advise(advice)
@@ -330,25 +365,22 @@ def run_episode(
     ask()
     score = 0  # the server reports the previous episode's score until the first step
     while len(ep.steps) < cfg.step_cap and ep.attempts < 4 * cfg.step_cap:
-        action, plan_id = agent.next_action(room, inv)
+        action, plan_id = agent.next_action(seen.room, seen.inventory)
         ep.attempts += 1
         out = env.step(action)
-        agent.result(action, plan_id, out.valid, room)
+        agent.result(action, plan_id, out.valid, seen.room)
         if not out.valid:
             continue
-        ep.steps.append(
-            Step(observation=look[:OBS_CHARS], facts=state_facts(room, inv, tfacts),
-                 observed=observed_facts(room), action=action,
-                 result=annotate(out.text, score, out.score), reward=out.score / 100.0)
-        )
+        ep.steps.append(seen.step(cfg, tfacts, action, annotate(out.text, score, out.score),
+                                  out.score / 100.0))
         ep.guided_steps += plan_id is not None
         score = out.score
         if out.done:
+            ep.ended = True
             break
-        before = room.name
-        look = env.look()
-        room, inv = parse_look(look), parse_inventory(env.inventory())
-        moved = room.name != before
+        before = seen.room.name
+        seen = Seen.read(env, desc)
+        moved = seen.room.name != before
         plan_done = plan_id is not None and not agent.in_plan
         if len(ep.advices) < cfg.max_consults and (moved or plan_done):
             ask()
@@ -357,7 +389,8 @@ def run_episode(
     return ep
 
 
-def gold_episode(env: SWEnv, task: str, variation: int) -> tuple[Episode, tuple[str, ...]]:
+def gold_episode(env: SWEnv, task: str, variation: int,
+                 cfg: SWConfig) -> tuple[Episode, tuple[str, ...]]:
     """Execute a train variation's gold path; returns the episode and the gold actions."""
     gold = env.load(task, variation, gold=True)
     desc = env.description()
@@ -365,19 +398,16 @@ def gold_episode(env: SWEnv, task: str, variation: int) -> tuple[Episode, tuple[
     ep = Episode(task, variation, "train", "gold", desc)
     score = 0
     for action in gold:
-        look = env.look()
-        room, inv = parse_look(look), parse_inventory(env.inventory())
+        seen = Seen.read(env, desc)
         out = env.step(action)
         ep.attempts += 1
         if not out.valid:
             continue
-        ep.steps.append(
-            Step(observation=look[:OBS_CHARS], facts=state_facts(room, inv, tfacts),
-                 observed=observed_facts(room), action=action,
-                 result=annotate(out.text, score, out.score), reward=out.score / 100.0)
-        )
+        ep.steps.append(seen.step(cfg, tfacts, action, annotate(out.text, score, out.score),
+                                  out.score / 100.0))
         score = out.score
         if out.done:
+            ep.ended = True
             break
     ep.score = score
     return ep, gold
@@ -616,7 +646,7 @@ def build_memory(
     seen: set[str] = set()
     golds: dict[int, tuple[str, ...]] = {}
     for v in train:
-        ep, gold = gold_episode(env, task, v)
+        ep, gold = gold_episode(env, task, v, cfg)
         golds[v] = gold
         stats.gold_ok += ep.success
         _learn(mem, principal, ep, stats, seen, sink)
@@ -746,17 +776,20 @@ def make_config(
     step_cap: int | None = None,
     embedder: str = DEFAULT_EMBEDDER,
     feedback: bool = True,
+    states: str = "parsed",
 ) -> SWConfig:
     """The quick (2 tasks, 4 train and 5 test variations, 30 steps) or full (7 tasks, 15 and
     15, 50 steps) configuration, with any setting overridden; `tasks` may say `all` (the 30
     tasks of `swtasks.TASKS_ALL`), and an unknown task is an `InvalidInput` naming `tasks`."""
     chosen = resolve_tasks(tasks) or (TASKS_QUICK if quick else TASKS_FULL)
+    if states not in STATES:
+        raise InvalidInput("states", f"use one of {', '.join(STATES)}")
     return SWConfig(
         tasks=chosen,
         train_variations=train_variations or (4 if quick else 15),
         test_variations=variations or (5 if quick else 15),
         step_cap=step_cap or (30 if quick else 50),
-        seed=seed, embedder=embedder, feedback=feedback, quick=quick,
+        seed=seed, embedder=embedder, feedback=feedback, quick=quick, states=states,
     )
 
 
@@ -772,6 +805,7 @@ def run_scienceworld(
     step_cap: int | None = None,
     embedder: str = DEFAULT_EMBEDDER,
     feedback: bool = True,
+    states: str = "parsed",
 ) -> dict[str, Any]:
     """Build memory on train variations, evaluate the four arms on test variations.
 
@@ -787,12 +821,14 @@ def run_scienceworld(
         step_cap: accepted actions per episode.
         embedder: the embedder for situated and for the replay arms' similarity.
         feedback: give test outcomes to `utility_replay` and `compiled`.
+        states: `parsed` (the simulator's text with `swparse`'s facts) or `text` (the text
+            alone: no parser's facts).
 
     Returns:
         The JSON-ready result (also written to `out_dir/scienceworld.json`).
     """
     cfg = make_config(quick, tasks, variations, seed, train_variations=train_variations,
-                      step_cap=step_cap, embedder=embedder, feedback=feedback)
+                      step_cap=step_cap, embedder=embedder, feedback=feedback, states=states)
     reason = unavailable_reason()
     if reason:
         raise ScienceWorldMissing(reason)
@@ -923,7 +959,8 @@ def tables(result: dict[str, Any]) -> list[Table]:
     head = Table(
         title=f"ScienceWorld, unseen test variations: {len(cfg['tasks'])} tasks, "
         f"{n_test} test variations, cap {cfg['step_cap']} steps (raised per task to "
-        f"{cfg.get('gold_factor', 0)}x its longest train gold path), seed {cfg['seed']}",
+        f"{cfg.get('gold_factor', 0)}x its longest train gold path), seed {cfg['seed']}, "
+        f"states {cfg.get('states', 'parsed')}",
         caption=f"95% intervals in brackets (Wilson for rates, bootstrap for means). "
         f"Wall time {wall['total']:.0f}s (memory {wall['build']:.0f}s, eval {wall['eval']:.0f}s).",
     )

@@ -1,13 +1,13 @@
 """The non-LLM TextWorld cooking agent: it acts on the advice it reads, else on its own policy.
 
-The same agent runs every arm, so memory is the only difference between arms. It sees what a
-text agent sees in TextWorld: the game's text and its list of admissible commands.
+The same agent runs every arm of the cooking benchmark, so memory is the only difference between
+arms. It sees what a text agent sees in TextWorld: the game's text and its list of admissible
+commands. Its own policy is written for the cooking task (the generic agent of the
+custom-games benchmark is `twexplore.ExploreAgent`).
 
-Acting on advice (`swagent.Advice`, plans and actions to avoid parsed from the guidance text):
-it executes the steps of the first plan it has not used yet, in order, skipping a step that is
-not admissible now, that the latest advice says to avoid, or that the game already answered
-(the recipe read, an ingredient cooked or cut: cooking twice burns it). `take X from Y` is
-read as taking X from wherever it is admissible. A plan is never taken twice.
+Acting on advice (`swagent.Advice`, plans and actions to avoid parsed from the guidance text)
+is `twexplore.PlanFollower`'s, with one more skip: a step the game already answered (the
+recipe read, an ingredient cooked or cut: cooking twice burns it).
 
 Its own policy (no advice, or every plan used up), seeded per (seed, game) so every arm draws
 the same numbers, in order:
@@ -26,69 +26,26 @@ the same numbers, in order:
 
 from __future__ import annotations
 
-import random
-from collections import deque
-
-from situated.eval.envs.swagent import Advice, Plan
 from situated.eval.envs.swparse import normalise_action
-from situated.eval.envs.twparse import preparation_done
+from situated.eval.envs.twexplore import PlanFollower
+from situated.eval.envs.twparse import parse_recipe, preparation_done
 
 _CUT = ("slice", "dice", "chop")
 _COOK = ("fry", "roast", "grill")
 
 
-class CookAgent:
+class CookAgent(PlanFollower):
     """Executes advised steps that are admissible now, in order; otherwise its own policy."""
 
     def __init__(self, seed: str) -> None:
-        self.rng = random.Random(seed)
-        self.queue: deque[tuple[str, str]] = deque()
-        self.pending: list[Plan] = []
-        self.avoid: dict[str, str] = {}
-        self.started: set[str] = set()
-        self.used: set[str] = set()
+        super().__init__(seed)
         self.recipe: tuple[tuple[str, tuple[str, ...]], ...] | None = None
         self.done: set[tuple[str, str]] = set()
         self.cooked: set[str] = set()
         self.opened: set[str] = set()
         self.exits_taken: set[tuple[str, str]] = set()
 
-    def see(self, observation: str) -> None:
-        """The game's text; this agent reads what it needs from the admissible commands."""
-        return None
-
-    def advise(self, advice: Advice) -> None:
-        self.avoid = dict(advice.avoid)
-        self.pending = [p for p in advice.plans if p.id not in self.started]
-
-    @property
-    def in_plan(self) -> bool:
-        return bool(self.queue)
-
-    def next_action(self, room: str, admissible: list[str],
-                    inventory: tuple[str, ...]) -> tuple[str, str | None]:
-        allowed = {normalise_action(a): a for a in admissible}
-        while True:
-            while self.queue:
-                step, pid = self.queue.popleft()
-                key = normalise_action(step)
-                if key in self.avoid:
-                    self.used.add(self.avoid[key])
-                    continue
-                if self._done_already(key):
-                    continue
-                if key in allowed:
-                    return allowed[key], pid
-                near = self._same_take(key, allowed)
-                if near is not None:
-                    return near, pid
-            if not self.pending:
-                return self.own(room, admissible, inventory), None
-            plan = self.pending.pop(0)
-            self.started.add(plan.id)
-            self.queue.extend((s, plan.id) for s in plan.steps)
-
-    def _done_already(self, key: str) -> bool:
+    def _skip(self, key: str) -> bool:
         """A step the game already answered: the recipe read, an ingredient cooked (cooking
         twice burns it) or cut the same way."""
         if key == "examine cookbook":
@@ -98,21 +55,9 @@ class CookAgent:
         verb, _, rest = key.partition(" ")
         return verb in _CUT and (verb, rest.split(" with ")[0]) in self.done
 
-    @staticmethod
-    def _same_take(key: str, allowed: dict[str, str]) -> str | None:
-        """`take knife from table` read as `take knife from counter` when the knife is there."""
-        if not key.startswith("take "):
-            return None
-        thing = key.removeprefix("take ").split(" from ")[0]
-        for k, command in sorted(allowed.items()):
-            if k == f"take {thing}" or k.startswith(f"take {thing} from "):
-                return command
-        return None
-
     def result(self, action: str, plan_id: str | None, room: str, feedback: str) -> None:
+        super().result(action, plan_id, room, feedback)
         key = normalise_action(action)
-        if plan_id is not None:
-            self.used.add(plan_id)
         if key.startswith("open "):
             self.opened.add(key)
         if key.startswith("go "):
@@ -122,15 +67,11 @@ class CookAgent:
         done = preparation_done(feedback)
         if done:
             self.done.add(done)
+        recipe = parse_recipe(feedback)
+        if recipe is not None:
+            self.recipe = recipe
 
     # -- its own policy ------------------------------------------------------------------------
-
-    def _ok(self, command: str) -> bool:
-        key = normalise_action(command)
-        if key in self.avoid:
-            self.used.add(self.avoid[key])
-            return False
-        return True
 
     def own(self, room: str, admissible: list[str], inventory: tuple[str, ...]) -> str:
         adm = [a for a in admissible if self._ok(a)]

@@ -22,6 +22,7 @@ from situated.models import MemoryRecord, State, _digest
 from situated.recall.briefing import Reconstruction
 
 if TYPE_CHECKING:
+    from situated.reader import Reading
     from situated.recall.analysis import Analysis
 
 
@@ -71,6 +72,9 @@ class ReconstructionInput:
     None to read it from `record` (the built-in stages give the same result either way)."""
     relevance_floor: float | None = None
     """The embedder's `relevance_floor` (None: no floor)."""
+    present_reading: Reading | None = None
+    """The reader's reading of the present state's text (a recall reads it once for all its
+    candidates); None to read it here."""
 
 
 class Reconstructor(ABC):

@@ -16,6 +16,8 @@ from situated.conditions import Condition, ConditionResult, Truth, evaluate, par
 from situated.errors import ConditionSyntaxError
 from situated.frozen import quick_init
 from situated.models import FactValue, Kind, LifecycleState, MemoryRecord, from_epoch
+from situated.reader import read
+from situated.reader.compare import checkable
 from situated.recall.briefing import Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import ReconstructionInput
 
@@ -24,6 +26,7 @@ PRECHECK = {"reconstructor": "precheck", "reconstructor_version": "1"}
 
 _INVALIDATED = LifecycleState.INVALIDATED
 _LESSON = Kind.LESSON
+_PREFERENCE = Kind.PREFERENCE
 _MATCHED, _MISMATCHED, _UNKNOWN = Truth.MATCHED, Truth.MISMATCHED, Truth.UNKNOWN
 
 
@@ -52,6 +55,11 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
                 item, RejectionReason.CONDITION_FAILED, ev.failed_detail,
                 matched=ev.matched, mismatched=ev.mismatched, unknown=ev.unknown,
             )
+    if rec.kind is _PREFERENCE and item.present_reading is not None and (
+        item.present_reading.question == "fact"
+    ):
+        return _reject(item, RejectionReason.LOW_EXPECTED_UTILITY,
+                       "a preference is not evidence on a question of fact")
     src = rec.source.state
     floor = item.relevance_floor
     irrelevant = floor is not None and item.content_similarity < floor
@@ -69,11 +77,22 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
             item, ev.cannot_check, matched=ev.matched, unknown=ev.unknown,
             missing_facts=ev.missing,
         )
-    if not rec.conditions and rec.kind is _LESSON and rec.source.state_unknown:
+    if not rec.conditions and rec.kind is _LESSON and rec.source.state_unknown and not (
+        states_conditions(item)
+    ):
         return _insufficient(
             item, "source state unknown and no conditions: applicability cannot be checked"
         )
     return None
+
+
+def states_conditions(item: ReconstructionInput) -> bool:
+    """Whether the lesson's own text states conditions the present can be checked against
+    ("if the washer is busy, ..."): such a lesson is checkable without a source state."""
+    a = item.analysis
+    lesson = a.lesson_reading if a is not None and a.lesson_reading is not None else read(
+        item.record.content)
+    return any(checkable(c) for c in lesson.conditions)
 
 
 def evaluate_conditions(
@@ -258,7 +277,9 @@ def never_served(rec: MemoryRecord) -> str | None:
     applicability cannot be checked, `precheck`). (A memory whose validity has ended is still
     served to a recall `as_of` a time it held.)"""
     src = rec.source.state
-    if rec.kind is _LESSON and not rec.conditions and (src is None or src.is_empty):
+    if rec.kind is _LESSON and not rec.conditions and (src is None or src.is_empty) and not any(
+        checkable(c) for c in read(rec.content).conditions
+    ):
         return ("a lesson with neither a source state (state=) nor conditions cannot be checked "
                 "against the present; give one of them, or add it as kind='note' or "
                 "'preference' (judged by relevance)")

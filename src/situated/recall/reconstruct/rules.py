@@ -27,17 +27,28 @@ How it decides, for a candidate that passed the pre-checks (conditions already h
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
-from situated.models import Authority, FactValue, Kind, MemoryRecord, State
+from situated.models import Authority, FactValue, Kind
+from situated.reader import read
+from situated.reader.compare import (
+    MISSING,
+    OPPOSED,
+    OTHER,
+    SAME,
+    Check,
+    Judgement,
+    checkable,
+    judge,
+)
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
 from situated.recall.reading import (
     claims,
     mentions,
     names_value,
     numbers_in,
-    text_contrasts,
 )
 from situated.recall.reconstruct.base import (
     ReconstructionInput,
@@ -157,6 +168,15 @@ class RulesReconstructor(Reconstructor):
         else:
             matched, judged = [], _NOTHING
         then = rec.source.state
+        if rec.kind is _LESSON and (then is None or then.is_empty) and not rec.conditions:
+            lesson_r = a.lesson_reading if a is not None and a.lesson_reading else read(
+                rec.content)
+            if any(checkable(c) for c in lesson_r.conditions):
+                # no situation to compare, but the lesson says where it applies
+                now_r = (item.present_reading if item.present_reading is not None
+                         else read(now.text))
+                return self._by_reading(item, rec.content, judge(lesson_r, None, now_r),
+                                        matched, [], [], self.provenance(item))
         if then is None or then.is_empty or rec.kind is not _LESSON:
             # facts, preferences and notes are not situation-bound: their source state is
             # provenance (who said it, where), not a precondition; conditions still apply
@@ -193,15 +213,106 @@ class RulesReconstructor(Reconstructor):
                 item, guidance, matched + fact_matches, material, soft, unknown, adaptations,
                 provenance,
             )
-        # text-only comparison
-        contrasts = (a.contrasts(now.text) if a is not None
-                     else text_contrasts(then.text, now.text))
-        if contrasts:
+        # a state told in text (on one side or both): the reader's readings decide
+        if a is not None:
+            lesson_r, then_r = a.readings(rec)
+        else:
+            lesson_r, then_r = read(rec.content), read(then.text)
+        now_r = item.present_reading if item.present_reading is not None else read(now.text)
+        judged_text = judge(lesson_r, then_r, now_r)
+        return self._by_reading(item, guidance, judged_text, matched, unknown, adaptations,
+                                provenance)
+
+    def _by_reading(
+        self,
+        item: ReconstructionInput,
+        guidance: str,
+        j: Judgement,
+        matched: list[str],
+        unknown: list[str],
+        adaptations: list[str],
+        provenance: dict[str, object],
+    ) -> Reconstruction:
+        """The verdict from the reader's checks (`reader.compare.judge`)."""
+        rec = item.record
+        failed = j.of("condition", relation=OPPOSED)
+        if failed:
+            return Reconstruction(
+                memory_id=rec.id, verdict=Verdict.NOT_APPLICABLE, confidence=0.8, guidance="",
+                matched=_lines(j.of("condition", relation=SAME)), mismatched=_lines(failed),
+                reason=RejectionReason.CONDITION_FAILED,
+                detail="the lesson's condition fails now: " + "; ".join(_lines(failed)),
+                provenance=provenance,
+            )
+        material = j.of("lesson", "depends", relation=OPPOSED)
+        if material:
+            return Reconstruction(
+                memory_id=rec.id, verdict=Verdict.NOT_APPLICABLE, confidence=0.75,
+                guidance="", matched=_lines(j.of("lesson", "depends", relation=SAME)),
+                mismatched=_lines(material), reason=RejectionReason.SOURCE_STATE_MISMATCH,
+                detail="situation differs: " + "; ".join(_lines(material)),
+                provenance=provenance,
+            )
+        missing = j.of("condition", relation=MISSING)
+        floor = item.relevance_floor
+        if missing and floor is not None and item.content_similarity < floor:
+            # a lesson about something else never makes the briefing ask for its facts
             return Reconstruction(
                 memory_id=rec.id, verdict=Verdict.NOT_APPLICABLE, confidence=0.6, guidance="",
-                mismatched=tuple(contrasts), reason=RejectionReason.SOURCE_STATE_MISMATCH,
-                detail="situation differs: " + "; ".join(contrasts), provenance=provenance,
+                reason=RejectionReason.LOW_EXPECTED_UTILITY,
+                detail=f"not relevant: content similarity {item.content_similarity:.2f} below "
+                f"the floor {floor:.2f}, and it applies only if "
+                + "; ".join(f"{c.label} {c.then}" for c in missing),
+                provenance=provenance,
             )
+        if missing:
+            return Reconstruction(
+                memory_id=rec.id, verdict=Verdict.INSUFFICIENT_EVIDENCE, confidence=0.0,
+                guidance="", matched=_lines(j.of("condition", relation=SAME)),
+                unknown=_lines(missing), missing_facts=tuple(c.label for c in missing),
+                reason=RejectionReason.MISSING_EVIDENCE,
+                detail="the lesson applies only if: " + "; ".join(
+                    f"{c.label} {c.then}" for c in missing) + " (not stated now)",
+                provenance=provenance,
+            )
+        deps = j.of("condition", "lesson", "depends")
+        same = [c for c in deps if c.relation == SAME]
+        soft = [c for c in deps if c.relation == OTHER]
+        unstated = [c for c in deps if c.relation == MISSING]
+        context = j.of("context")
+        context_diff = [c for c in context if c.relation != SAME]
+        if not same and not soft:
+            return self._by_similarity(item, guidance, matched, [*unknown, *_lines(unstated)],
+                                       adaptations, provenance, context_diff)
+        coverage = len(same) / len(deps)
+        conf = (0.5 + 0.45 * coverage - 0.1 * len(soft) - 0.05 * len(unstated)
+                - 0.03 * len(context_diff))
+        full = len(same) == len(deps)
+        verdict = Verdict.APPLICABLE if full else Verdict.PARTIAL
+        notes = ([f"differs: {c.line()}" for c in soft + context_diff]
+                 + [f"unverified: {c.line()}" for c in unstated])
+        return Reconstruction(
+            memory_id=rec.id, verdict=verdict, confidence=round(max(0.2, min(conf, 0.95)), 3),
+            guidance=guidance, transferable=_claims_of(guidance, item),
+            matched=tuple(matched) + _lines(same), mismatched=_lines(soft + context_diff),
+            unknown=tuple(unknown) + _lines(unstated), adaptations=tuple(adaptations),
+            detail="; ".join(notes) or "checked: " + "; ".join(_lines(same)),
+            provenance=provenance,
+        )
+
+    def _by_similarity(
+        self,
+        item: ReconstructionInput,
+        guidance: str,
+        matched: list[str],
+        unknown: list[str],
+        adaptations: list[str],
+        provenance: dict[str, object],
+        differences: Sequence[Check] = (),
+    ) -> Reconstruction:
+        """Nothing the lesson depends on could be read on both sides: the embedding
+        similarity of the two situations decides, and never yields APPLICABLE."""
+        rec = item.record
         sim = item.state_similarity if item.state_similarity is not None else 0.0
         threshold = self.threshold_for(item.embedder)
         if sim < threshold:
@@ -214,12 +325,14 @@ class RulesReconstructor(Reconstructor):
             )
         span = max(1e-6, 1.0 - threshold)
         conf = TEXT_ONLY_MAX_CONFIDENCE * min(1.0, 0.5 + 0.5 * (sim - threshold) / span)
+        conf -= 0.03 * len(differences)
         return Reconstruction(
-            memory_id=rec.id, verdict=Verdict.PARTIAL, confidence=round(conf, 3),
+            memory_id=rec.id, verdict=Verdict.PARTIAL, confidence=round(max(0.1, conf), 3),
             guidance=guidance, transferable=_claims_of(guidance, item),
-            matched=tuple(matched), unknown=tuple(unknown), adaptations=tuple(adaptations),
-            detail=f"text-only: then/now similarity {sim:.2f} (threshold {threshold:.2f}); "
-            "unverified by facts",
+            matched=tuple(matched), mismatched=_lines(differences), unknown=tuple(unknown),
+            adaptations=tuple(adaptations),
+            detail=f"nothing the lesson depends on was read on both sides; then/now "
+            f"similarity {sim:.2f} (threshold {threshold:.2f})",
             provenance=provenance,
         )
 
@@ -274,10 +387,8 @@ class RulesReconstructor(Reconstructor):
         )
 
 
-def present_contrasts(record: MemoryRecord, present: State) -> list[str]:
-    """Text contrasts between a memory's source state and the present (for explain)."""
-    src = record.source.state
-    return text_contrasts(src.text, present.text) if src else []
+def _lines(checks: Sequence[Check]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(c.line() for c in checks))
 
 
 register_reconstructor("rules", RulesReconstructor)

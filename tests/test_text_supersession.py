@@ -1,0 +1,83 @@
+"""Preferences and facts written as text: a newer value about the same subject replaces the
+older (which `as_of` still returns for the past); a preference is the user's preference,
+never evidence on a question of fact."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from situated import Memory, Principal, State
+from situated.errors import InvalidInput
+from situated.models import LifecycleState
+from situated.reader.subjects import key_of
+
+ME = Principal(tenant="home", roles=set(), clearance="internal")
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Memory:
+    m = Memory(tmp_path / "prefs.db")
+    yield m
+    m.close()
+
+
+def test_what_a_preference_is_about() -> None:
+    a = key_of("I prefer window seats.", "preference")
+    b = key_of("I now prefer aisle seats on long flights.", "preference")
+    assert a is not None and b is not None
+    assert (a.entity, a.attribute) == (b.entity, b.attribute) == ("user", "prefers:seat")
+    assert a.exclusive and a.value != b.value
+    liked = key_of("I like coffee.", "preference")
+    assert liked is not None and not liked.exclusive  # liking one thing excludes nothing
+    assert key_of("The spare keys are kept in the blue drawer.", "fact")[:2] == (
+        "spare key", "where")
+
+
+def test_a_newer_preference_replaces_the_older_and_the_past_keeps_it(mem: Memory) -> None:
+    old = mem.add("I prefer window seats.", principal=ME, kind="preference",
+                  authority="user_declared")
+    time.sleep(0.02)
+    between = time.time()
+    time.sleep(0.02)
+    new = mem.add("I now prefer aisle seats.", principal=ME, kind="preference",
+                  authority="user_declared")
+    assert mem.inspect(old.id, principal=ME).state is LifecycleState.INVALIDATED
+    now = mem.recall(State("Which seats does the user prefer on flights?"), principal=ME)
+    assert [i.memory_id for i in now.items] == [new.id]
+    then = mem.recall(State("Which seats does the user prefer on flights?"), principal=ME,
+                      as_of=between)
+    assert [i.memory_id for i in then.items] == [old.id]
+    assert "the user's preference" in now.render()
+
+
+def test_preferences_that_can_coexist_do(mem: Memory) -> None:
+    coffee = mem.add("I like coffee in the morning.", principal=ME, kind="preference")
+    tea = mem.add("I like green tea in the afternoon.", principal=ME, kind="preference")
+    for rec in (coffee, tea):
+        assert mem.inspect(rec.id, principal=ME).state is LifecycleState.ACTIVE
+
+
+def test_a_fact_written_as_text_supersedes_by_its_read_subject(mem: Memory) -> None:
+    old = mem.add("The spare keys are kept in the blue drawer in the hallway.", principal=ME,
+                  kind="fact", authority="user_declared")
+    new = mem.add("The spare keys are now in the key box by the back door.", principal=ME,
+                  kind="fact", authority="user_declared")
+    assert mem.inspect(old.id, principal=ME).state is LifecycleState.INVALIDATED
+    assert mem.inspect(new.id, principal=ME).superseded_by is None
+
+
+def test_a_fact_with_no_readable_subject_still_needs_a_key(mem: Memory) -> None:
+    with pytest.raises(InvalidInput) as err:
+        mem.add("Check it twice before you leave.", principal=ME, kind="fact")
+    assert err.value.field == "entity"
+
+
+def test_a_preference_is_not_evidence_on_a_question_of_fact(mem: Memory) -> None:
+    mem.add("I prefer to hear that the Great Wall is visible from space.", principal=ME,
+            kind="preference", authority="user_declared")
+    b = mem.recall(State("Is the Great Wall of China visible from space?"), principal=ME)
+    assert not b.items
+    assert any("question of fact" in r.detail for r in b.rejected)
