@@ -14,6 +14,9 @@ import httpx
 import uvicorn
 
 from situated.http.app import create_app
+from situated.http.limits import DoorLimits
+from situated.http.protocol import DoorConfig
+from situated.http.sessions import McpLimits
 from situated.memory import Memory
 from situated.service import Pool, Service
 from situated.service.models import KeyCreate
@@ -48,15 +51,18 @@ def free_socket() -> socket.socket:
 
 @contextmanager
 def serve(path: Path, *, mcp: bool = True, inferred: bool = True, max_body: int | None = None,
-          mcp_stateless: bool = False) -> Iterator[Served]:
-    """`situated serve`'s app in a uvicorn server thread, on a real loopback socket."""
+          mcp_stateless: bool = False, limits: DoorLimits | None = None,
+          mcp_limits: McpLimits | None = None) -> Iterator[Served]:
+    """`situated serve`'s app and server (`DoorConfig`: its protocol and limits) in a thread,
+    on a real loopback socket."""
     service = Service(Pool(lambda: Memory(path, embedder="hash"), 2),
                       inferred_feedback=inferred)
     kw = {} if max_body is None else {"max_body": max_body}
-    app = create_app(service, mcp=mcp, mcp_stateless=mcp_stateless, **kw)
+    app = create_app(service, mcp=mcp, mcp_stateless=mcp_stateless, mcp_limits=mcp_limits,
+                     limits=limits, **kw)
     sock = free_socket()
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(DoorConfig(app, limits, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -281,7 +281,8 @@ def _analysis_inputs_digest() -> str:
     screen_text = importlib.import_module("situated.screen.normalise")  # the module
 
     parts: list[object] = [
-        safety._INJECTION, safety._TOOL_MENTION_PATTERN, sorted(safety._STOP),
+        safety._INJECTION, safety._NAMED_TOOL_PATTERN, safety._CALL_RUN.pattern,
+        safety._NAME_HEAD.pattern, sorted(safety._STOP),
         safety.HIDDEN_REASON, safety._ENCODED.pattern, rules._SENTENCE_END.pattern,
         rules._TOKEN.pattern, rules._NUMBER.pattern, compile.ESTIMATE_VERSION,
         hashlib.sha256(Path(lexicon.__file__).with_name("data").joinpath(
@@ -290,7 +291,8 @@ def _analysis_inputs_digest() -> str:
     for fn in (analysis.analyze, analysis.Analysis, parse, tokens, lexicon, types,
                rules.sentences, rules.names_value, rules.names_text, rules.mentions,
                rules.stems, rules.key_stems, rules.numbers_in, safety.injection_findings,
-               safety.tool_mentions, conditions.parse_condition, conditions._parse,
+               safety.tool_mentions, safety._next_call, safety._called,
+               conditions.parse_condition, conditions._parse,
                conditions._operand,
                models.State.describe, models._digest, compile.render_line,
                compile.estimate_tokens, briefing.compute_unsafe, surfaces.view_findings,
@@ -305,7 +307,7 @@ def test_stored_analyses_are_versioned_with_what_they_depend_on() -> None:
     # `analyze` computes changes, or `Analysis`'s fields change in any way (the stored form is
     # positional), bump `situated.recall.analysis.VERSION` (stored analyses of the old version
     # are then ignored and recomputed); either way, update the digest here.
-    assert (VERSION, _analysis_inputs_digest()) == (9, "3cd28f80d966a3af")
+    assert (VERSION, _analysis_inputs_digest()) == (9, "cb2e2182b8cd20df")
 
 
 def test_recall_records_encode_like_json_dumps() -> None:

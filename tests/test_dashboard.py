@@ -298,7 +298,7 @@ def test_a_session_expires_and_its_cookie_cannot_be_forged(s: Site) -> None:
     value = client.cookies[COOKIE]
     secret = _stored_secret(str(s.served.path))
     data = URLSafeTimedSerializer(secret, salt="situated-dashboard-session").loads(value)
-    assert set(data) == {"c", "k"} and data["k"].startswith("key_")  # an id, not the secret
+    assert set(data) == {"c", "k", "s"} and data["k"].startswith("key_")  # ids, not the secret
     support_id = s.served.service.key_for(s.support_key)
     assert support_id is not None
 
@@ -317,7 +317,7 @@ def test_a_session_expires_and_its_cookie_cannot_be_forged(s: Site) -> None:
     assert browser(str(forged.dumps(data))).get("/memories").status_code == 303
     tampered = value.replace(value.split(".")[0], URLSafeTimedSerializer(
         secret, salt="situated-dashboard-session").dumps(
-        {"c": data["c"], "k": support_id.id}).split(".")[0])
+        {"c": data["c"], "k": support_id.id, "s": data["s"]}).split(".")[0])
     assert browser(tampered).get("/memories").status_code == 303  # signature no longer fits
     assert browser(value).get("/memories").status_code == 200  # the genuine one still works
     assert not Path(f"{s.served.path}-dashboard-secret").exists()  # kept in the store

@@ -49,7 +49,6 @@ from situated.safety import (
     _ENCODED,
     _INJECTION,
     _TOOL_MENTION,
-    _TOOL_MENTION_PATTERN,
     HIDDEN_REASON,
     Finding,
     Gated,
@@ -65,7 +64,12 @@ from situated.textforms import hidden_controls
 # -- reference copies of the code the fast paths replaced ----------------------------------
 
 _REF_INJECTION = [(re.compile(p, re.IGNORECASE), why) for p, why in _INJECTION]
-_REF_TOOL = re.compile(_TOOL_MENTION_PATTERN, re.IGNORECASE)
+_REF_TOOL = re.compile(  # the one pattern `safety.tool_mentions` reads in linear time
+    r"`([A-Za-z_][\w.\-]{1,63})`"
+    r"|\b(?:call|invoke|use|run|execute)\s+(?:the\s+)?([A-Za-z_][\w.\-]{1,63})(?:\s+tool)?\b"
+    r"|\b([A-Za-z_][\w.]*_[\w.]+|[A-Za-z_]\w*)\s*\(",
+    re.IGNORECASE,
+)
 _STOP = frozenset(
     "the a an it this that them to and or of with for on in at by again first then".split()
 )

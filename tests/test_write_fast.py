@@ -18,7 +18,7 @@ from situated.cli import app
 from situated.screen import load_model
 from situated.screen.normalise import decoded_views, normalise
 from situated.store.ledger import EventType
-from situated.write import gates
+from situated.write import gates, secret_scan
 from situated.write.importer import ImportStopped
 
 WHO = Principal(tenant="acme", name="writer")
@@ -59,7 +59,7 @@ def _all_plugins(text: str) -> set[tuple[str, str]]:
     """What running every detect-secrets plugin on every line finds (the reference)."""
     return {
         (s.secret_value or "", s.type)
-        for plugin in gates._secret_plugins()
+        for plugin in secret_scan.plugins()
         for line in text.splitlines() or [text]
         for s in plugin.analyze_line(filename="memory.txt", line=line, line_number=1)
     }
@@ -67,12 +67,13 @@ def _all_plugins(text: str) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize("text", SECRETS + BENIGN)
 def test_plugin_prefilter_finds_what_every_plugin_finds(text: str) -> None:
-    assert set(gates._plugin_values(text)) == _all_plugins(text)
+    assert set(secret_scan.values(text)) == _all_plugins(text)
 
 
 def test_prefilter_skips_plugins_on_plain_text() -> None:
-    gated = [g for g, plugins in gates._secret_screen() if g is not None and plugins]
-    assert len(gated) == 2  # the regex detectors' alternation and the keyword list
+    screen = secret_scan.screen()
+    assert screen.keyword is not None and screen.gate is not None
+    gated = [screen.gate, screen.keyword[0]]  # the regex detectors' alternation, the keywords
     assert not any(g.search("Restart worker 3 after draining it.") for g in gated)
 
 

@@ -143,8 +143,6 @@ def serve(
     import dataclasses
     import os
 
-    import uvicorn
-
     if host not in LOOPBACK and not allow_remote:
         raise InvalidInput("host", f"{host!r:.60} is not loopback; pass --allow-remote to "
                            "serve other machines (use TLS in front: keys travel in headers)")
@@ -175,8 +173,10 @@ def serve(
     mcp_note = "" if no_mcp else ", MCP /mcp"
     typer.echo(f"situated: serving {settings.db} on http://{host}:{port} "
                f"(dashboard /, docs /docs, OpenAPI /openapi.json{mcp_note})", err=True)
-    uvicorn.run("situated.http.serve:app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_level="warning")
+    from situated.http.protocol import DoorConfig, run
+
+    run(DoorConfig("situated.http.serve:app_from_env", factory=True, host=host, port=port,
+                   workers=workers, log_level="warning"))
 
 
 def mcp_stdio(
@@ -196,21 +196,21 @@ def mcp_stdio(
     ] = False,
 ) -> None:
     """Run the MCP server over stdio as the principal the options (or --key) name."""
-    from situated.mcp_server import build_server, fixed_principal
+    from situated.mcp_server import build_server, fixed_principal, key_principal
     from situated.service import Pool, Service
 
     with _memory(ctx) as mem:
         service = Service(Pool.of(mem), inferred_feedback=not no_inferred)
         if key is not None:
-            who = service.principal_for(key)
-            if who is None:
+            if service.principal_for(key) is None:
                 raise InvalidInput("key", "unknown or revoked API key")
+            principal_of = key_principal(service, key)  # asked again at every call
         elif tenant is None:
             raise InvalidInput("tenant", "name the principal: --tenant (or SITUATED_TENANT), "
                                "or --key")
         else:
-            who = _principal(tenant, _split(role), clearance, actor)
-        build_server(service, fixed_principal(who)).run("stdio")
+            principal_of = fixed_principal(_principal(tenant, _split(role), clearance, actor))
+        build_server(service, principal_of).run("stdio")
 
 
 def register(app: typer.Typer) -> None:

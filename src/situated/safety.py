@@ -60,11 +60,19 @@ _ENCODED = re.compile(r"(?:[A-Za-z0-9+/]{40,}={0,2})|(?:\\x[0-9a-fA-F]{2}){8,}")
 _ENCODED_RUN = 40
 """The shortest run of base64 characters `_ENCODED` reports."""
 
-_TOOL_MENTION_PATTERN = (
+_NAMED_TOOL_PATTERN = (
     r"`([A-Za-z_][\w.\-]{1,63})`"
     r"|\b(?:call|invoke|use|run|execute)\s+(?:the\s+)?([A-Za-z_][\w.\-]{1,63})(?:\s+tool)?\b"
-    r"|\b([A-Za-z_][\w.]*_[\w.]+|[A-Za-z_]\w*)\s*\("
 )
+"""Two ways a text presents a tool: `backticked`, or `call X`; the third, a name before `(`,
+is read by `_CALL_RUN` (see `tool_mentions`)."""
+_CALL_RUN = re.compile(r"(?<![\w.])[\w.]++\s*+\(")
+"""A whole run of word characters and dots, then `(`: read once, without backtracking."""
+_CALL_TAIL = re.compile(r"[\w.]++\s*+\(")
+_NAME_HEAD = re.compile(r"[A-Za-z_]", re.IGNORECASE)
+"""What may start a name, as the case-insensitive pattern reads it (`ſ` and the Kelvin sign
+fold to ASCII letters)."""
+"""The same from inside a run (where a match of `_NAMED_TOOL_PATTERN` ended)."""
 _STOP = frozenset(
     "the a an it this that them to and or of with for on in at by again first then".split()
 )
@@ -164,7 +172,9 @@ def _best(clauses: list[frozenset[str]]) -> frozenset[str]:
 
 
 _COMPILED = [(Gated(p), why) for p, why in _INJECTION]
-_TOOL_MENTION = Gated(_TOOL_MENTION_PATTERN)
+_NAMED_TOOL = Gated(_NAMED_TOOL_PATTERN)
+_TOOL_MENTION = Gated(_NAMED_TOOL_PATTERN + r"|\(")
+"""Only its gate is used: a text lacking every literal of it mentions no tool."""
 
 
 @dataclass(frozen=True)
@@ -209,18 +219,83 @@ def _may_be_encoded(text: str) -> bool:
 
 
 def tool_mentions(text: str) -> set[str]:
-    """Names the text presents as tools: `backticked`, `call X`, or `name(`."""
+    """Names the text presents as tools: `backticked`, `call X`, or `name(`.
+
+    What `finditer` of the one pattern `` `name` | call name | \\b(<name>)\\s*\\( `` gives
+    (leftmost match first, matches never overlapping, the first two forms before the third at
+    one start), where `<name>` is `[A-Za-z_][\\w.]*_[\\w.]+|[A-Za-z_]\\w*`; but that pattern
+    backtracked cubically on `(.a_.a_...` (seconds for 2 KB). Here the third form reads each
+    run of word characters and dots once (`_CALL_RUN`) and `_called` picks the name in it, so a
+    search is linear in the text."""
     names: set[str] = set()
     if not _TOOL_MENTION.may_match(ascii_lower(text)):
         return names
-    for m in _TOOL_MENTION.regex.finditer(text):
-        name = next((g for g in m.groups() if g), "")
+    named = _NAMED_TOOL.regex
+    pos, end = 0, len(text)
+    m12 = named.search(text)
+    m3 = _next_call(text, 0)
+    while pos < end:  # a search is repeated only when its match was passed (none stays none)
+        if m12 is not None and m12.start() < pos:
+            m12 = named.search(text, pos)
+        if m3 is not None and m3[0] < pos:
+            m3 = _next_call(text, pos)
+        if m12 is not None and (m3 is None or m12.start() <= m3[0]):
+            name, pos = m12.group(1) or m12.group(2), m12.end()
+        elif m3 is not None:
+            name, pos = m3[2], m3[1]
+        else:
+            break
         if name and name.lower() not in _STOP:
             names.add(name)
     return names
 
 
-_CODE_LIKE = re.compile(r"[A-Za-z_]\w*(?:[_.][A-Za-z0-9]\w*)+|[a-z]+[A-Z]\w*")
+def _next_call(text: str, pos: int) -> tuple[int, int, str] | None:
+    """(start, end, name) of the leftmost `name(` at or after `pos`."""
+    m = _CALL_TAIL.match(text, pos) if pos and _in_run(text[pos - 1]) else None
+    while True:
+        if m is None:
+            m = _CALL_RUN.search(text, pos)
+            if m is None:
+                return None
+        run = m.group(0).rstrip("(").rstrip()
+        at = _called(run, text[m.start() - 1] if m.start() else " ")
+        if at is not None:
+            return m.start() + at, m.end(), run[at:]
+        pos, m = m.end(), None
+
+
+def _in_run(c: str) -> bool:
+    return c == "." or c.isalnum() or c == "_"
+
+
+def _called(run: str, before: str) -> int | None:
+    """Where `\\b([A-Za-z_][\\w.]*_[\\w.]+|[A-Za-z_]\\w*)` starts a match in a run of word
+    characters and dots followed by `(` (`before`: the character before the run): the leftmost
+    word start (the run's start after a non-word character, or just after a dot) at a letter
+    or `_`, with `_` in what follows it (short of the last character), or else with only word
+    characters after it; the match runs to the run's end. One pass over the run."""
+    last_dot = run.rfind(".")
+    last_underscore = run.rfind("_", 0, len(run) - 1)
+    for start, head in enumerate(run):
+        previous = run[start - 1] if start else before
+        if previous != "." and (previous.isalnum() or previous == "_"):
+            continue  # no word boundary inside a run of word characters
+        if not _NAME_HEAD.match(head):
+            continue
+        if last_underscore > start or start > last_dot:
+            return start
+    return None
+
+
+_CODE_LIKE = re.compile(
+    r"[A-Za-z_](?=[\w.]*?[_.][A-Za-z0-9])(?:\w|\.(?=[A-Za-z0-9]))*+"
+    r"|[a-z]++[A-Z]\w*+"
+)
+r"""`snake_case` or `dotted.name` (`[A-Za-z_]\w*(?:[_.][A-Za-z0-9]\w*)+`) or `camelCase`
+(`[a-z]+[A-Z]\w*`), written so that a full match never backtracks (that form of the first
+was quadratic): every dot is followed by a letter or digit, and a `_` or `.` followed by one
+occurs after the first character."""
 
 
 def code_like(name: str) -> bool:

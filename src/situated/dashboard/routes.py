@@ -104,9 +104,9 @@ class Dashboard:
         return self.cookies.read(request) or Session.anonymous()
 
     def principal(self, session: Session) -> Principal | None:
-        if session.key_id is None:
+        if session.key_id is None or session.session_id is None:
             return None
-        key = self.service.live_key(session.key_id)
+        key = self.service.live_browser_session(session.key_id, session.session_id)
         return None if key is None else key.principal
 
     def guarded(self, request: Request, render: Callable[[Principal, Session], Response],
@@ -169,7 +169,8 @@ def mount(app: FastAPI, service: Service) -> Dashboard:
             return d.page(request, session, "login.html", 401,
                           error="unknown or revoked API key")
         response = RedirectResponse("/memories", 303, headers=HEADERS)
-        d.cookies.write(request, response, Session.logged_in(found.id))
+        d.cookies.write(request, response,
+                        Session.logged_in(found.id, service.begin_browser_session(found)))
         return response
 
     @r.post("/logout")
@@ -178,6 +179,8 @@ def mount(app: FastAPI, service: Service) -> Dashboard:
         if not session.valid_csrf(csrf):
             return d.page(request, session, "error.html", 403, who=d.principal(session),
                           error="logout needs the form's CSRF token: nothing was changed")
+        if session.key_id is not None and session.session_id is not None:
+            service.end_browser_session(session.key_id, session.session_id)  # a copy: refused
         response = RedirectResponse("/login", 303, headers=HEADERS)
         d.cookies.clear(response)
         return response

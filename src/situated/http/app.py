@@ -14,13 +14,15 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Annotated, Any
 
+import anyio
 from fastapi import Depends, FastAPI, Header, Path, Query
 from fastapi.responses import Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from situated.http.errors import ERROR_RESPONSES, Unauthenticated, install
-from situated.http.limits import MAX_BODY_BYTES, BodyLimit, KeyGuard
+from situated.http.limits import MAX_BODY_BYTES, BodyLimit, DoorLimits, HeadLimit, KeyGuard
+from situated.http.sessions import McpLimits
 from situated.models import Principal
 from situated.service import Service
 from situated.service.models import (
@@ -64,25 +66,31 @@ Session = Annotated[
 def create_app(
     service: Service, *, mcp: bool = True, max_body: int = MAX_BODY_BYTES,
     host: str = "127.0.0.1", mcp_stateless: bool = False, dashboard: bool = True,
+    mcp_limits: McpLimits | None = None, limits: DoorLimits | None = None,
 ) -> FastAPI:
     """The ASGI app over `service` (`mcp`: mount the MCP server at `/mcp`; `host`: the
     address served, for the MCP transport's DNS-rebinding protection; `mcp_stateless`: MCP
     without sessions, as several worker processes need; `dashboard`: the pages for people
-    at `/`, `situated.dashboard`)."""
-    mcp_server = None
+    at `/`, `situated.dashboard`; `mcp_limits`: the bounds of MCP sessions; `limits`: the
+    bounds of a request's head, `DoorLimits`)."""
+    mcp_server = guard = None
     if mcp:
         from situated.mcp_server import build_server, http_handler, http_principal
 
+        bounds = mcp_limits or McpLimits()
         mcp_server = build_server(service, http_principal(service))
-        mcp_handler = http_handler(mcp_server, host, mcp_stateless)
+        guard = KeyGuard(http_handler(mcp_server, host, mcp_stateless, bounds.idle,
+                                      bounds.table), service, bounds, mcp_stateless)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if mcp_server is None:
+        if mcp_server is None or guard is None:
             yield
             return
-        async with mcp_server.session_manager.run():
+        async with mcp_server.session_manager.run(), anyio.create_task_group() as tasks:
+            tasks.start_soon(guard.sweep)
             yield
+            tasks.cancel_scope.cancel()
 
     app = FastAPI(
         title="situated",
@@ -90,8 +98,12 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
         responses=ERROR_RESPONSES,
+        docs_url=None, redoc_url=None,  # served from the package (`situated.http.docs`)
     )
     install(app)
+    from situated.http import docs
+
+    docs.mount(app)
 
     async def principal(
         creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
@@ -230,12 +242,13 @@ def create_app(
         from situated.dashboard import mount
 
         mount(app, service)
-    if mcp_server is not None:
+    if guard is not None:
         from starlette.routing import Route
 
-        app.router.routes.append(Route("/mcp", KeyGuard(mcp_handler, service),
-                                       include_in_schema=False))
+        app.router.routes.append(Route("/mcp", guard, include_in_schema=False))
     app.add_middleware(BodyLimit, limit=max_body)
+    door = limits or DoorLimits()
+    app.add_middleware(HeadLimit, fields=door.head_fields, size=door.head_bytes)
     return app
 
 

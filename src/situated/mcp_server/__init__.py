@@ -33,15 +33,32 @@ def fixed_principal(who: Principal) -> PrincipalOf:
     return lambda _ctx: who
 
 
-def http_handler(server: MCPServer, host: str = "127.0.0.1", stateless: bool = False) -> ASGIApp:
+def key_principal(service: Service, secret: str) -> PrincipalOf:
+    """Every call as the principal of the API key `secret`, asked of the key store at each
+    call (stdio with `--key`): a revoked key is refused from its next call on."""
+
+    def of(_ctx: Context) -> Principal:
+        who = service.principal_for(secret)
+        if who is None:
+            raise PermissionDenied("this server's API key is unknown or revoked")
+        return who
+
+    return of
+
+
+def http_handler(server: MCPServer, host: str = "127.0.0.1", stateless: bool = False,
+                 idle: float = 300.0, table: int = 1024) -> ASGIApp:
     """The streamable HTTP endpoint of `server`, to mount (its session manager must run in
     the hosting app's lifespan: `server.session_manager.run()`). `stateless`: no MCP
-    sessions, for several worker processes (a session lives in one process)."""
+    sessions, for several worker processes (a session lives in one process); else a session
+    idle for `idle` seconds ends, and at most `table` are open at once."""
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host,
-                                     stateless_http=stateless)
+                                     stateless_http=stateless, session_idle_timeout=idle,
+                                     max_sessions=table)
     route: Any = next(r for r in app.routes if getattr(r, "path", None) == "/mcp")
     endpoint: ASGIApp = route.app if hasattr(route, "app") else route.endpoint
     return endpoint
 
 
-__all__ = ["INSTRUCTIONS", "build_server", "fixed_principal", "http_handler", "http_principal"]
+__all__ = ["INSTRUCTIONS", "build_server", "fixed_principal", "http_handler", "http_principal",
+           "key_principal"]

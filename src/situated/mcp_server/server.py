@@ -77,8 +77,8 @@ def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
                                   log_level="WARNING")
 
     async def call(ctx: Context, fn: Callable[..., T], *a: Any) -> T:
-        who = principal_of(ctx)
         try:
+            who = await to_thread.run_sync(principal_of, ctx)  # stdio --key: asks the store
             return await to_thread.run_sync(partial(fn, who, *a))
         except SituatedError as exc:
             raise ToolError(describe(exc)) from None

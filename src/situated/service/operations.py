@@ -403,6 +403,32 @@ class Service:
                 return None
         return key if key.revoked_at is None else None
 
+    def begin_browser_session(self, key: ApiKey) -> str:
+        """A new dashboard session of a live key (a login); returns its id."""
+        with self._key_lock:
+            return self._keys().keys.begin_session(key)
+
+    def live_browser_session(self, key_id: str, session_id: str) -> ApiKey | None:
+        """The key of a dashboard session while both are live (not revoked, not logged out);
+        asked at every page."""
+        key = self.live_key(key_id)
+        if key is None or not isinstance(session_id, str) or len(session_id) > 64:
+            return None
+        with self._key_lock:
+            return key if self._keys().keys.session_live(key, session_id) else None
+
+    def end_browser_session(self, key_id: str, session_id: str) -> None:
+        """End a dashboard session (a logout): its cookie is refused from now on."""
+        if not isinstance(key_id, str) or not key_id.startswith("key_") or len(key_id) > 64:
+            return
+        with self._key_lock:
+            store = self._keys()
+            try:
+                key = store.keys.get(key_id, SYSTEM)
+            except NotFound:
+                return
+            store.keys.end_session(key, session_id)
+
     def dashboard_secret(self) -> bytes:
         """The store's signing key for dashboard cookies (`store.secrets`: kept in the store,
         on either backend, made on first use)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from situated.embed.base import Vector
 from situated.models import Counters, LifecycleState, MemoryRecord, Principal, utcnow
 from situated.store.ledger import EventType, Folded, fold
 from situated.store.lexical import doc_tokens
-from situated.store.names import claim_scope
+from situated.store.names import Sees, claim_scope
 from situated.store.rows import record_values
 from situated.store.vectors import FIELDS, VectorMeta
 from situated.store.vectors import _blob as blob
@@ -57,16 +57,20 @@ def final_state(events: Sequence[tuple[EventType, str, str, dict[str, Any]]]) ->
     return folded.state
 
 
-def insert_rows(db: apsw.Connection, rows: Sequence[NewRow]) -> list[int]:
-    """Insert `rows` (call inside a write transaction); returns their rids, in order.
+def insert_rows(db: apsw.Connection, rows: Sequence[NewRow],
+                sees: Callable[[Principal], Sees] | None = None) -> list[int]:
+    """Insert `rows` (call inside a write transaction); returns their rids, in order; `sees`:
+    which namespaces a writer may see (`store.names`).
 
     Rids are allotted as SQLite allots them to a table without AUTOINCREMENT (one past the
     largest), under the write lock the transaction holds."""
     if not rows:
         return []
-    for scope in dict.fromkeys((r.record.scope.tenant, r.record.scope.namespace,
-                                tuple(sorted(r.record.scope.roles))) for r in rows):
-        claim_scope(db, *scope)  # a look-alike name: refused, and the batch rolls back
+    for tenant, namespace, roles, writer in dict.fromkeys(
+        (r.record.scope.tenant, r.record.scope.namespace, tuple(sorted(r.record.scope.roles)),
+         r.writer) for r in rows
+    ):  # a look-alike name: refused, and the batch rolls back
+        claim_scope(db, tenant, namespace, roles, None if sees is None else sees(writer))
     top: Any = db.execute("SELECT COALESCE(MAX(rid), 0) + 1 FROM memories").fetchone()
     first = int(top[0])
     rids = list(range(first, first + len(rows)))

@@ -22,6 +22,9 @@ from situated.store.scope import System
 if TYPE_CHECKING:
     from situated.store.sqlite import Store
 
+SESSION_KEPT = 2 * 24 * 3600.0
+"""Seconds a browser session's row is kept (past any cookie's age): older ones are deleted
+when a new session begins."""
 SECRET_PREFIX = "sit_"
 """Every secret starts with it, so a leaked one is recognisable (and scanners can match it)."""
 
@@ -125,3 +128,32 @@ class Keys:
             (hash_secret(secret),),
         )
         return None if row is None else _key(row)
+
+    def begin_session(self, key: ApiKey) -> str:
+        """A new browser session of `key` (a dashboard login); returns its id."""
+        session_id = "bs_" + secrets.token_urlsafe(18)
+        now = utcnow()
+        with self._store.transaction():
+            self._store.db.execute("DELETE FROM browser_sessions WHERE created_at < ?",
+                                   (now - SESSION_KEPT,))
+            self._store.db.execute(
+                "INSERT INTO browser_sessions (id, key_id, tenant, created_at) VALUES (?,?,?,?)",
+                (session_id, key.id, key.tenant, now),
+            )
+        return session_id
+
+    def session_live(self, key: ApiKey, session_id: str) -> bool:
+        """Whether `session_id` is a browser session of `key` that has not ended."""
+        row = self._store._one(
+            "SELECT 1 FROM browser_sessions WHERE id = ? AND key_id = ? AND ended_at IS NULL",
+            (session_id, key.id),
+        )
+        return row is not None
+
+    def end_session(self, key: ApiKey, session_id: str) -> None:
+        """End a browser session of `key` (a logout): its cookie is refused from now on."""
+        with self._store.transaction():
+            self._store.db.execute(
+                "UPDATE browser_sessions SET ended_at = ? WHERE id = ? AND key_id = ? "
+                "AND ended_at IS NULL", (utcnow(), session_id, key.id),
+            )

@@ -363,3 +363,21 @@ def m013_secrets(db: apsw.Connection) -> None:
     """Store-wide secrets of the doors (`situated.store.secrets`: the dashboard's signing key),
     read by `Store.secret` only."""
     db.execute("CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+@migration
+def m014_browser_sessions(db: apsw.Connection) -> None:
+    """The dashboard's browser sessions (`situated.store.keys`): a login makes one, a logout
+    ends it, and a cookie naming an ended one is refused (`Keys.session_live`)."""
+    db.execute(
+        """
+        CREATE TABLE browser_sessions (
+            id TEXT PRIMARY KEY,
+            key_id TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            ended_at REAL
+        );
+        CREATE INDEX browser_sessions_age ON browser_sessions (created_at);
+        """
+    )

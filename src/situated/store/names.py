@@ -7,11 +7,16 @@ tenant). A name is claimed when the first memory that uses it is inserted, insid
 transaction, so two writers cannot both claim look-alikes. A store's names that already looked
 alike when the registry was created, or when a new `skeleton` release made them alike, are all
 kept: refusing them would lock their owners out; only new look-alikes are refused.
+
+A namespace is refused only for a look-alike the writer may see (`Sees`: a memory of that
+namespace the writer may read): a look-alike used only beyond the writer's roles or clearance
+is not the writer's to learn of, so the new name is kept beside it, as look-alikes that
+predate the registry are, and the answer is the same as for an unused name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import apsw
 
@@ -21,23 +26,30 @@ from situated.names import SKELETON_VERSION, skeleton
 _FIELDS = {"tenant": "principal.tenant", "namespace": "namespace", "role": "roles"}
 """The argument of `Memory.add` each kind of name comes from."""
 
+Sees = Callable[[Sequence[str]], bool]
+"""Whether the writer may read a memory of any of these namespaces (of its tenant)."""
 
-def claim_scope(db: apsw.Connection, tenant: str, namespace: str, roles: Iterable[str]) -> None:
-    """Claim a memory's tenant, namespace and required roles (call in a write transaction)."""
+
+def claim_scope(db: apsw.Connection, tenant: str, namespace: str, roles: Iterable[str],
+                sees: Sees | None = None) -> None:
+    """Claim a memory's tenant, namespace and required roles (call in a write transaction);
+    `sees`: which namespaces the writer may see (None: all)."""
     _refresh(db)
     claim(db, "tenant", "", tenant)
-    claim(db, "namespace", tenant, namespace)
+    claim(db, "namespace", tenant, namespace, sees)
     for role in sorted(roles):
         claim(db, "role", tenant, role)
 
 
-def claim(db: apsw.Connection, kind: str, scope: str, name: str) -> None:
+def claim(db: apsw.Connection, kind: str, scope: str, name: str, sees: Sees | None = None
+          ) -> None:
     """Record `name`, or accept it if it is taken already, exactly; call in a write transaction.
 
     Raises:
         InvalidInput: naming the argument the name came from, when a different name with the
-            same skeleton is taken in the same kind and scope. For a tenant the message does
-            not say which name: another tenant's name is not the caller's to see.
+            same skeleton is taken in the same kind and scope (a namespace: one `sees` says
+            the writer may see). For a tenant the message does not say which name: another
+            tenant's name is not the caller's to see.
     """
     key = skeleton(name)
     taken = {
@@ -49,7 +61,7 @@ def claim(db: apsw.Connection, kind: str, scope: str, name: str) -> None:
     }
     if name in taken:
         return
-    if taken:
+    if taken and (sees is None or sees(sorted(taken))):
         raise InvalidInput(_FIELDS[kind], _refusal(kind, name))
     db.execute(
         "INSERT INTO names (kind, scope, skeleton, name) VALUES (?, ?, ?, ?)",

@@ -71,6 +71,7 @@ from situated.store.rows import record_values
 from situated.store.scope import (
     ALL_STATES,
     SYSTEM,
+    VISIBLE_STATES,
     Eligibility,
     System,
     check_write,
@@ -329,7 +330,8 @@ class Store:
         check_write(writer, rec.scope)
         src, sc = rec.source, rec.scope
         st = src.state
-        claim_scope(self.db, sc.tenant, sc.namespace, sc.roles)  # a look-alike name: refused
+        claim_scope(self.db, sc.tenant, sc.namespace, sc.roles,  # a look-alike name: refused
+                    self.sees(writer))
         self.db.execute(
             f"""INSERT INTO memories ({", ".join(_COLUMNS[1:])})
                 VALUES ({",".join("?" * (len(_COLUMNS) - 1))})""",
@@ -351,12 +353,21 @@ class Store:
         )
         return rid
 
+    def sees(self, writer: Principal) -> Callable[[Sequence[str]], bool]:
+        """Whether `writer` may read a memory (in any state but erased) of any of these
+        namespaces of its tenant: a look-alike name it may not see is not refused to it."""
+        def of(namespaces: Sequence[str]) -> bool:
+            elig = Eligibility(writer, tuple(namespaces), VISIBLE_STATES)
+            where, params = elig.where(elig.held_keys(self._role_keys(writer.tenant)))
+            return self._one(f"SELECT 1 FROM memories WHERE {where} LIMIT 1", params) is not None
+        return of
+
     def insert_many(self, rows: Sequence[NewRow]) -> list[int]:
         """`insert` and the events of each row, set-based (`store.bulk`); call inside
         `transaction()`. Every writer must be allowed to write its row's scope."""
         for r in rows:
             check_write(r.writer, r.record.scope)
-        rids = insert_rows(self.db, rows)
+        rids = insert_rows(self.db, rows, self.sees)
         for tenant, role_key in {(r.record.scope.tenant, r.record.scope.role_key)
                                  for r in rows}:
             self._wrote_role_key(tenant, role_key)

@@ -25,6 +25,7 @@ from situated.screen.advice import describe, read_claims
 from situated.screen.surfaces import refused_links, view_findings
 from situated.screen.trust import Trust, decide
 from situated.textforms import nfkc_map
+from situated.write import secret_scan
 
 
 class GateVerdict(StrEnum):
@@ -110,14 +111,15 @@ class SchemaGate:
 
 # -- secrets and PII -----------------------------------------------------------------------
 
-_EMAIL = re.compile(r"(?<![\w.%+\-])[\w.%+\-]+@[\w\-]+(?:\.[\w\-]+)+")
+_EMAIL = re.compile(r"(?<![\w.%+\-])[\w.%+\-]{1,64}@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,8}")
 """An e-mail address in any script, read on the NFKC form (full-width `＠` is `@` there); its
-last label must be letters (`_email_spans`). The look-behind starts a match only at the start
-of a run, so the search is linear."""
+last label must be letters (`_email_spans`). Runs are bounded as RFC 5321 and DNS bound them
+(64 before the `@`, labels of 63) and a match starts only at the start of a run, so a search
+is linear."""
 _CARD = re.compile(r"\b(?:\d[ -]?){13,19}\b")
 _EXTRA_SECRETS = [
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}\b"),
-    re.compile(r"\b(?:xox[abpr]|ghp|gho|ghs|glpat)[-_][A-Za-z0-9_\-]{10,}\b"),
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{20,512}\b"),  # bounded: `sk-sk-sk-...` was quadratic
+    re.compile(r"\b(?:xox[abpr]|ghp|gho|ghs|glpat)[-_][A-Za-z0-9_\-]{10,512}\b"),
     re.compile(
         r"(?i)\b(pass(?:word|wd)?|pwd|secret|api[_ -]?key|access[_ -]?token|token)\b"
         r"(\s*(?:is|[:=])\s*)(\"[^\"]+\"|'[^']+'|\S+)"
@@ -135,94 +137,6 @@ def _luhn(digits: str) -> bool:
         total += d
         alt = not alt
     return total % 10 == 0
-
-
-@lru_cache(maxsize=1)
-def _secret_plugins() -> list[Any]:
-    import logging
-    import warnings
-
-    shown = warnings.showwarning
-    from detect_secrets.settings import default_settings, get_plugins
-
-    if warnings.showwarning is not shown:
-        # detect-secrets turns on logging.captureWarnings at import, which would send every
-        # warning of the host program (ours included) to logging instead of to its filters
-        logging.captureWarnings(False)
-
-    with default_settings():
-        return [
-            p for p in get_plugins()
-            if type(p).__name__ not in ("Base64HighEntropyString", "HexHighEntropyString")
-        ]
-
-
-@lru_cache(maxsize=1)
-def _secret_screen() -> tuple[tuple[re.Pattern[str] | None, tuple[Any, ...]], ...]:
-    """The detect-secrets plugins in groups, each with a pattern that a line must match for
-    any plugin of the group to find a value in it (None: always run).
-
-    A `RegexBasedDetector` finds a value only where one of its `denylist` patterns matches:
-    those plugins share one alternation of all their patterns. Every pattern the
-    `KeywordDetector` applies to a `.txt` line contains its keyword list (`password`,
-    `secret`, `api_?key`, ...): it runs only on a line holding one of the keywords. A line
-    that matches neither gives those plugins nothing to find, so skipping them changes no
-    result (`tests/test_write_fast.py` checks it against running every plugin)."""
-    from detect_secrets.plugins import keyword
-    from detect_secrets.plugins.base import RegexBasedDetector
-    from detect_secrets.util.filetype import determine_file_type
-
-    gated: list[Any] = []
-    rest: list[Any] = []
-    parts: list[str] = []
-    groups: list[tuple[re.Pattern[str] | None, tuple[Any, ...]]] = []
-    keyword_patterns = keyword.REGEX_BY_FILETYPE.get(
-        determine_file_type("memory.txt"), keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
-    )
-    for plugin in _secret_plugins():
-        patterns = getattr(plugin, "denylist", None)
-        if (
-            isinstance(plugin, RegexBasedDetector) and patterns
-            and not any(re.search(r"\\\d|\(\?P=", p.pattern) for p in patterns)
-        ):
-            gated.append(plugin)
-            parts.extend(_scoped(p) for p in patterns)
-        elif isinstance(plugin, keyword.KeywordDetector) and all(
-            keyword.DENYLIST_REGEX in p.pattern for p in keyword_patterns
-        ):  # a case-insensitive search for the keywords: a superset of every pattern's
-            groups.append((re.compile("|".join(keyword.DENYLIST), re.IGNORECASE), (plugin,)))
-        else:
-            rest.append(plugin)
-    try:
-        groups.append((re.compile("|".join(parts)) if parts else None, tuple(gated)))
-    except re.error:
-        groups.append((None, tuple(gated)))
-    groups.append((None, tuple(rest)))
-    return tuple(groups)
-
-
-_FLAG_LETTERS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
-
-
-def _scoped(p: re.Pattern[str]) -> str:
-    """`p` as a group carrying its own flags, to join into one alternation."""
-    letters = "".join(c for flag, c in _FLAG_LETTERS if p.flags & flag)
-    return f"(?{letters}:{p.pattern})" if letters else f"(?:{p.pattern})"
-
-
-def _plugin_values(text: str) -> list[tuple[str, str]]:
-    """(value, type) of every detect-secrets finding in `text`, line by line."""
-    found = []
-    for line in text.splitlines() or [text]:
-        for gate, plugins in _secret_screen():
-            if gate is not None and not gate.search(line):
-                continue
-            for plugin in plugins:
-                for secret in plugin.analyze_line(
-                    filename="memory.txt", line=line, line_number=1
-                ):
-                    found.append((secret.secret_value or "", secret.type))
-    return found
 
 
 def find_sensitive(text: str) -> list[tuple[int, int, str]]:
@@ -245,7 +159,7 @@ def _find_sensitive(text: str) -> tuple[tuple[int, int, str], ...]:
     """`find_sensitive`, remembered for the texts seen last: a pure function of the text,
     and the short ones (fact values, actions) recur from one memory to the next."""
     spans: list[tuple[int, int, str]] = []
-    for value, kind in _plugin_values(text):
+    for value, kind in secret_scan.values(text):
         if len(value) < 4:
             continue
         for m in re.finditer(re.escape(value), text):

@@ -71,9 +71,11 @@ class Bulk(Upkeep):
         with self.transaction():
             for tenant in sorted({r.record.scope.tenant for r in rows}):
                 self._lock(tenant)
-            for scope in dict.fromkeys((r.record.scope.tenant, r.record.scope.namespace,
-                                        tuple(sorted(r.record.scope.roles))) for r in rows):
-                claim_scope(self, *scope)  # a look-alike name: refused, the batch rolls back
+            for tenant, namespace, roles, writer in dict.fromkeys(
+                (r.record.scope.tenant, r.record.scope.namespace,
+                 tuple(sorted(r.record.scope.roles)), r.writer) for r in rows
+            ):  # a look-alike name: refused, the batch rolls back
+                claim_scope(self, tenant, namespace, roles, self.sees(writer))
             rids = sorted(int(x[0]) for x in self._all(
                 "SELECT nextval(pg_get_serial_sequence('memories', 'rid')) "
                 "FROM generate_series(1, %s)", (len(rows),),

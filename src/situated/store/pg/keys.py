@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 
 from situated.errors import NotFound
 from situated.models import Principal, utcnow
-from situated.store.keys import _COLUMNS, SECRET_PREFIX, ApiKey, _key, hash_secret
+from situated.store.keys import (
+    _COLUMNS,
+    SECRET_PREFIX,
+    SESSION_KEPT,
+    ApiKey,
+    _key,
+    hash_secret,
+)
 from situated.store.ledger import EventType
 from situated.store.pg.writes import no_nul
 from situated.store.scope import System
@@ -90,3 +97,30 @@ class Keys:
             (hash_secret(secret),),
         )
         return None if row is None else _key(row)
+
+    def begin_session(self, key: ApiKey) -> str:
+        """A new browser session of `key` (a dashboard login); returns its id."""
+        session_id = "bs_" + secrets.token_urlsafe(18)
+        now = utcnow()
+        s = self._store
+        with s.transaction():
+            s._run("DELETE FROM browser_sessions WHERE created_at < %s", (now - SESSION_KEPT,))
+            s._run("INSERT INTO browser_sessions (tenant, id, key_id, created_at) "
+                   "VALUES (%s, %s, %s, %s)", (key.tenant, session_id, key.id, now))
+        return session_id
+
+    def session_live(self, key: ApiKey, session_id: str) -> bool:
+        """Whether `session_id` is a browser session of `key` that has not ended."""
+        row = self._store._one(
+            "SELECT 1 FROM browser_sessions WHERE tenant = %s AND id = %s AND key_id = %s "
+            "AND ended_at IS NULL", (key.tenant, session_id, key.id),
+        )
+        return row is not None
+
+    def end_session(self, key: ApiKey, session_id: str) -> None:
+        """End a browser session of `key` (a logout): its cookie is refused from now on."""
+        s = self._store
+        with s.transaction():
+            s._run("UPDATE browser_sessions SET ended_at = %s WHERE tenant = %s AND id = %s "
+                   "AND key_id = %s AND ended_at IS NULL",
+                   (utcnow(), key.tenant, session_id, key.id))

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from situated.errors import InvalidInput
 from situated.names import SKELETON_VERSION, skeleton
-from situated.store.names import _FIELDS, _refusal
+from situated.store.names import _FIELDS, Sees, _refusal
 
 NAMES_LOCK = 0x5175_7473_0002
 
@@ -22,18 +22,22 @@ class _Statements(Protocol):
     def _run(self, sql: str, params: tuple[object, ...] = ...) -> int: ...
 
 
-def claim_scope(db: _Statements, tenant: str, namespace: str, roles: Iterable[str]) -> None:
-    """Claim a memory's tenant, namespace and required roles (call in a write transaction)."""
+def claim_scope(db: _Statements, tenant: str, namespace: str, roles: Iterable[str],
+                sees: Sees | None = None) -> None:
+    """Claim a memory's tenant, namespace and required roles (call in a write transaction);
+    `sees`: which namespaces the writer may see (None: all; `store.names`)."""
     _refresh(db)
     claim(db, "tenant", "", tenant)
-    claim(db, "namespace", tenant, namespace)
+    claim(db, "namespace", tenant, namespace, sees)
     for role in sorted(roles):
         claim(db, "role", tenant, role)
 
 
-def claim(db: _Statements, kind: str, scope: str, name: str) -> None:
+def claim(db: _Statements, kind: str, scope: str, name: str, sees: Sees | None = None
+          ) -> None:
     """Record `name`, or accept it if taken already, exactly (InvalidInput naming the argument
-    when a different name with the same skeleton is taken in the same kind and scope)."""
+    when a different name with the same skeleton is taken in the same kind and scope and, for
+    a namespace, `sees` says the writer may see it)."""
     key = skeleton(name)
     find = ("SELECT name FROM names WHERE kind = %s AND scope = %s "
             "AND (skeleton = %s OR name = %s)")
@@ -45,7 +49,7 @@ def claim(db: _Statements, kind: str, scope: str, name: str) -> None:
         taken = {str(r[0]) for r in db._all(find, (kind, scope, key, name))}
         if name in taken:
             return
-    if taken:
+    if taken and (sees is None or sees(sorted(taken))):
         raise InvalidInput(_FIELDS[kind], _refusal(kind, name))
     db._run(
         "INSERT INTO names (kind, scope, skeleton, name) VALUES (%s, %s, %s, %s) "

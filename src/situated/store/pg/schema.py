@@ -237,6 +237,18 @@ CREATE TABLE lexicon_postings (
     ("m005_secrets", """
 CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """),
+    # SQLite's m014: the dashboard's browser sessions (`store.keys`), ended at logout
+    ("m006_browser_sessions", """
+CREATE TABLE browser_sessions (
+    tenant TEXT NOT NULL,
+    id TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    ended_at DOUBLE PRECISION,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX browser_sessions_age ON browser_sessions (created_at);
+"""),
 ]
 
 VECTOR_INDEX_NAMES = ("memories_content_hnsw", "memories_state_hnsw")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -20,7 +20,7 @@ from situated.store.pg.base import PgBase
 from situated.store.pg.names import claim_scope
 from situated.store.pg.schema import POSTINGS_OF
 from situated.store.rows import record_values
-from situated.store.scope import Eligibility, System, check_write
+from situated.store.scope import VISIBLE_STATES, Eligibility, System, check_write
 from situated.store.sqlite import _payload_json, _utility_delta, _utility_namespace
 
 COLUMNS = (
@@ -83,6 +83,15 @@ def tsvector_text(terms: Iterable[str]) -> str:
 class Writes(PgBase):
     """Every change to memories, in the transaction of its ledger event."""
 
+    def sees(self, writer: Principal) -> Callable[[Sequence[str]], bool]:
+        """Whether `writer` may read a memory (in any state but erased) of any of these
+        namespaces of its tenant: a look-alike name it may not see is not refused to it."""
+        def of(namespaces: Sequence[str]) -> bool:
+            where, params = Eligibility(writer, tuple(namespaces), VISIBLE_STATES).where_pg()
+            return self._one(f"SELECT 1 FROM memories WHERE {where} LIMIT 1",
+                             params) is not None
+        return of
+
     def insert(
         self,
         rec: MemoryRecord,
@@ -100,7 +109,7 @@ class Writes(PgBase):
             raise RuntimeError("bind_embedder() before the first insert")
         with self.transaction():
             self._lock(sc.tenant)
-            claim_scope(self, sc.tenant, sc.namespace, sc.roles)
+            claim_scope(self, sc.tenant, sc.namespace, sc.roles, self.sees(writer))
             cols = list(MEMORY_COLUMNS)
             marks = ["%s"] * len(cols)
             marks[cols.index("lex")] = "array_to_tsvector(%s::text[])"
