@@ -75,7 +75,24 @@ class ModelError(SituatedRuntimeError):
 
 
 class SituatedWarning(UserWarning):
-    """Base of situated's warnings: something was stored, but not quite as the writer may think."""
+    """Base of situated's warnings: something happened that the caller should know (a write
+    stored, held, redacted or merged; a configured model that failed over to its fallback).
+
+    Every door hands them to its caller (`situated.notices`): Python as `warnings` at the
+    call, the CLI as `warning:` lines on stderr, HTTP and MCP in the response (`warnings`).
+
+    Attributes:
+        message: the one-line text.
+        memory_id: the memory it is about (the one the caller gets back), if any.
+    """
+
+    def __init__(self, message: str, memory_id: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.memory_id = memory_id
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class UnservableWarning(SituatedWarning):
@@ -89,3 +106,22 @@ class SupersessionWarning(SituatedWarning):
 
 class RedactionWarning(SituatedWarning):
     """The secrets gate replaced spans of a proposal with `[REDACTED:<kind>]` before storage."""
+
+
+class HeldForReviewWarning(SituatedWarning):
+    """A proposal was stored but held for review (PROPOSED): a gate or the promotion policy
+    held it, and recall does not serve it until a reviewer promotes it."""
+
+
+class ProposalRejectedWarning(SituatedWarning):
+    """A gate rejected a proposal: it is kept in the ledger (REJECTED), never recalled."""
+
+
+class DuplicateWarning(SituatedWarning):
+    """A proposal restated a stored memory of the same scope: that memory was reinforced
+    and returned; nothing new was stored."""
+
+
+class ModelFallbackWarning(SituatedWarning):
+    """A configured model (reconstructor, distiller, extractor) failed and its fallback ran
+    instead; the failure is recorded and counted in `health`."""

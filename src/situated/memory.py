@@ -10,7 +10,6 @@ import logging
 import os
 import re
 import uuid
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
@@ -33,7 +32,6 @@ from situated.errors import (
     InvalidInput,
     NotFound,
     PermissionDenied,
-    UnservableWarning,
     UsageError,
 )
 from situated.learning.inferred import INFERRED_DIGEST, record_inferred
@@ -66,12 +64,12 @@ from situated.models import (
     utcnow,
     validate_input,
 )
+from situated.notices import reported
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.analysis import stored_form
 from situated.recall.briefing import Briefing
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
-from situated.recall.reconstruct.prechecks import never_served
 from situated.store import recall_reads
 from situated.store.ann import DEFAULT_ROWS as DEFAULT_ANN_ROWS
 from situated.store.contract import StoreContract, open_store
@@ -316,6 +314,7 @@ class Memory:
 
     # -- writing ----------------------------------------------------------------------------
 
+    @reported
     def add(
         self,
         content: str,
@@ -375,11 +374,12 @@ class Memory:
         """Gates, dedupe, insert, then promotion: the one write path for durable memory."""
         self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
         prepared = self._writer.prepare(
-            [Proposal(rec, source_classification, trace)], principal, reason, stacklevel=4
+            [Proposal(rec, source_classification, trace)], principal, reason
         )
         with self.store.transaction():
             return self._writer.commit(prepared)[0]
 
+    @reported
     def add_many(
         self,
         items: Iterable[Mapping[str, Any]],
@@ -414,6 +414,7 @@ class Memory:
                 out.extend(self._writer.commit(chunk))
         return out
 
+    @reported
     def import_records(
         self,
         lines: Iterable[str],
@@ -529,12 +530,9 @@ class Memory:
                 proposed_by=principal.name,
             ),
         )
-        why = never_served(rec)
-        if why:
-            warnings.warn(f"{why}; it is stored, but recall will never serve it as it stands",
-                          UnservableWarning, stacklevel=3)
         return rec
 
+    @reported
     def promote(
         self, memory_id: str, *, reviewer: Principal, reason: str = "approved"
     ) -> MemoryRecord:
@@ -586,6 +584,7 @@ class Memory:
         recorded."""
         return _gates_of(self.history(memory_id, principal=principal))
 
+    @reported
     def learn(
         self,
         trajectory: Trajectory | Mapping[str, Any] | str,
@@ -648,6 +647,7 @@ class Memory:
             for rec, d in zip(records, drafts, strict=True)
         ]
 
+    @reported
     def add_conversation(
         self,
         messages: Any,
@@ -713,6 +713,7 @@ class Memory:
 
     # -- recall -----------------------------------------------------------------------------
 
+    @reported
     def recall(
         self,
         state: State | str,
@@ -778,6 +779,7 @@ class Memory:
 
     # -- feedback ---------------------------------------------------------------------------
 
+    @reported
     def feedback(
         self,
         recall_id: str,

@@ -276,13 +276,19 @@ class GateDoc(_Doc):
 
 class GatedDoc(MemoryDoc):
     """A memory with the results of the write gates its proposal passed through (what `add`,
-    `add_many` and `learn` return: a held or rejected proposal says which gate and why)."""
+    `add_many` and `learn` return: a held or rejected proposal says which gate and why), and
+    `warnings`: what the write did that the writer should know, one line each (held for
+    review and by which gate, rejected, redacted, merged into a stored twin, never
+    servable)."""
 
     gates: list[GateDoc]
+    warnings: list[str] = Field(default_factory=list)
 
     @classmethod
-    def of_gates(cls, rec: MemoryRecord, gates: list[dict[str, Any]]) -> Self:
-        return cls.model_validate(MemoryDoc.of(rec).model_dump() | {"gates": gates})
+    def of_gates(cls, rec: MemoryRecord, gates: list[dict[str, Any]],
+                 warnings: list[str] | None = None) -> Self:
+        return cls.model_validate(MemoryDoc.of(rec).model_dump()
+                                  | {"gates": gates, "warnings": warnings or []})
 
 
 class PendingDoc(GatedDoc):
@@ -328,6 +334,12 @@ class ItemDoc(_Doc):
     source_state: str
     adaptations: list[str]
     tokens: int
+    checked: list[str] = Field(default_factory=list, description="What the check against the "
+                               "present found (conditions that hold, fail or cannot be "
+                               "checked now)")
+    lifecycle: StateName = Field(default="ACTIVE", description="ACTIVE, or LOW_VALUE after "
+                                 "failed uses")
+    record: str = Field(default="", description="Its record in uses, e.g. 'failed 3 of 3 uses'")
 
 
 class RejectedDoc(_Doc):
@@ -349,7 +361,10 @@ class TraceDoc(_Doc):
 
 class BriefingDoc(_Doc):
     """A recall's result: the mode to act on, guidance items citing memory ids, typed
-    rejections, and `rendered`, the text to put in the model's context."""
+    rejections, `warnings` (a configured model that failed over, and why), how many
+    proposals the caller may read wait for review (`pending_review`, a count only), and
+    `rendered`, the text to put in the model's context: with the recall id, the mode, what
+    each item's check found, every candidate not served, the notes, and the feedback call."""
 
     recall_id: str
     mode: Literal["GUIDED", "NO_APPLICABLE_MEMORY", "INSUFFICIENT_EVIDENCE"]
@@ -360,13 +375,18 @@ class BriefingDoc(_Doc):
     tokens_used: int
     trace: list[TraceDoc]
     namespace: str | None
+    warnings: list[str] = Field(default_factory=list)
+    pending_review: int = 0
     rendered: str
     explain: str | None = None
 
     @classmethod
-    def of(cls, b: Briefing, explain: bool = False) -> BriefingDoc:
+    def of(cls, b: Briefing, explain: bool = False, feedback: str | None = None
+           ) -> BriefingDoc:
+        """`feedback`: the feedback call as the door spells it (see `Briefing.render`)."""
         return cls.model_validate(
-            b.to_dict() | {"rendered": b.render(), "explain": b.explain() if explain else None},
+            b.to_dict() | {"rendered": b.render(feedback=feedback),
+                           "explain": b.explain() if explain else None},
             from_attributes=False,
         )
 
@@ -396,6 +416,8 @@ class RecallDoc(_Doc):
     missing_facts: list[str]
     budget_tokens: int
     tokens_used: int
+    warnings: list[str] = Field(default_factory=list)
+    pending_review: int = 0
     rendered: str | None
     hidden: int
 
@@ -415,6 +437,7 @@ class RecallDoc(_Doc):
             "trace": p.get("trace", []), "items": b.get("items", []),
             "rejected": b.get("rejected", []), "missing_facts": b.get("missing_facts", []),
             "budget_tokens": b.get("budget_tokens", 0), "tokens_used": b.get("tokens_used", 0),
+            "warnings": b.get("warnings", []), "pending_review": b.get("pending_review", 0),
             "rendered": v.rendered, "hidden": v.hidden,
         })
 
@@ -539,6 +562,7 @@ class ConversationDoc(_Doc):
     proposals: list[MemoryDoc]
     extractor: str
     extractor_error: str | None
+    warnings: list[str] = Field(default_factory=list)
 
 
 class KeyDoc(_Doc):

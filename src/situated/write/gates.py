@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
@@ -130,22 +131,31 @@ def _luhn(digits: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _secret_plugins() -> list[Any]:
+    with _host_warnings_kept():
+        from detect_secrets.settings import default_settings, get_plugins
+
+        with default_settings():
+            return [
+                p for p in get_plugins()
+                if type(p).__name__ not in ("Base64HighEntropyString", "HexHighEntropyString")
+            ]
+
+
+@contextmanager
+def _host_warnings_kept() -> Iterator[None]:
+    """Undo a `logging.captureWarnings(True)` made inside: detect-secrets' logger module
+    turns it on when first imported (by its plugins, not by the package itself), which would
+    send every warning of the host program (ours included) to logging from then on. The host
+    program's own choice, made before, stays as it was."""
     import logging
     import warnings
 
     shown = warnings.showwarning
-    from detect_secrets.settings import default_settings, get_plugins
-
-    if warnings.showwarning is not shown:
-        # detect-secrets turns on logging.captureWarnings at import, which would send every
-        # warning of the host program (ours included) to logging instead of to its filters
-        logging.captureWarnings(False)
-
-    with default_settings():
-        return [
-            p for p in get_plugins()
-            if type(p).__name__ not in ("Base64HighEntropyString", "HexHighEntropyString")
-        ]
+    try:
+        yield
+    finally:
+        if warnings.showwarning is not shown:
+            logging.captureWarnings(False)
 
 
 @lru_cache(maxsize=1)
@@ -159,9 +169,11 @@ def _secret_screen() -> tuple[tuple[re.Pattern[str] | None, tuple[Any, ...]], ..
     `secret`, `api_?key`, ...): it runs only on a line holding one of the keywords. A line
     that matches neither gives those plugins nothing to find, so skipping them changes no
     result (`tests/test_write_fast.py` checks it against running every plugin)."""
-    from detect_secrets.plugins import keyword
-    from detect_secrets.plugins.base import RegexBasedDetector
-    from detect_secrets.util.filetype import determine_file_type
+    with _host_warnings_kept():
+        import detect_secrets.core.log  # noqa: F401
+        from detect_secrets.plugins import keyword
+        from detect_secrets.plugins.base import RegexBasedDetector
+        from detect_secrets.util.filetype import determine_file_type
 
     gated: list[Any] = []
     rest: list[Any] = []

@@ -126,7 +126,7 @@ class _Progress:
         """One batch, one transaction (a name refused at insert rolls all of it back)."""
         writer = mem._writer
         try:
-            prepared = writer.prepare(batch, principal, "imported", stacklevel=5)
+            prepared = writer.prepare(batch, principal, "imported")
             with mem.store.transaction():
                 stored: list[MemoryRecord] = writer.commit(prepared)
         except UsageError as exc:
