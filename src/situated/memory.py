@@ -57,6 +57,7 @@ from situated.models import (
     State,
     Validity,
     _as_invalid,
+    as_state,
     content_fingerprint,
     parse_authority,
     parse_kind,
@@ -322,7 +323,7 @@ class Memory:
         principal: Principal,
         kind: Kind | str = Kind.LESSON,
         namespace: str = "default",
-        state: State | str | None = None,
+        state: State | str | Mapping[str, Any] | None = None,
         action: str | None = None,
         success: bool | None = None,
         reward: float | None = None,
@@ -441,7 +442,8 @@ class Memory:
 
     def _build(
         self, content: str, principal: Principal, kind: Kind | str, namespace: str,
-        state: State | str | None, action: str | None, success: bool | None,
+        state: State | str | Mapping[str, Any] | None, action: str | None,
+        success: bool | None,
         reward: float | None, episode_id: str | None, step: int | None,
         evidence: Sequence[str], conditions: Sequence[str], entity: str | None,
         attribute: str | None, value: FactValue, multi_valued: bool, roles: Iterable[str],
@@ -453,10 +455,7 @@ class Memory:
         args.text(content, "content", MAX_CONTENT_CHARS, required=True)
         k = parse_kind(kind)
         _check_namespace(namespace)
-        if isinstance(state, str):
-            state = State(state)
-        if state is not None and not isinstance(state, State):
-            raise InvalidInput("state", "must be a State, a string or None")
+        state = None if state is None else as_state(state)
         args.optional_text(action, "action")
         args.optional_flag(success, "success")
         args.optional_number(reward, "reward")
@@ -716,7 +715,7 @@ class Memory:
     @reported
     def recall(
         self,
-        state: State | str,
+        state: State | str | Mapping[str, Any],
         *,
         principal: Principal,
         intent: str = "",
@@ -730,7 +729,8 @@ class Memory:
         """Compile guidance for the present state.
 
         Args:
-            state: the present situation (text and facts).
+            state: the present situation: a `State`, its text, or `{"text": ...,
+                "facts": {...}}`.
             principal: who asks; only memories it may read are considered.
             intent: what the agent is trying to do, used for retrieval.
             namespace: restrict to one namespace (task family); None searches all.
@@ -743,10 +743,7 @@ class Memory:
         Returns:
             A Briefing: mode, guidance items with scores and ids, typed rejections.
         """
-        if isinstance(state, str):
-            state = State(state)
-        if not isinstance(state, State):
-            raise InvalidInput("state", "must be a State or a string")
+        state = as_state(state)
         args.principal(principal)
         args.integer(k, "k", 1, MAX_K)
         args.integer(budget_tokens, "budget_tokens", 1, MAX_BUDGET_TOKENS)

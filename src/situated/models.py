@@ -282,6 +282,32 @@ class State(_Frozen):
         return _digest(self.describe())
 
 
+STATE_FIELDS = frozenset({"text", "facts"})
+
+
+def as_state(value: Any, field: str = "state") -> State:
+    """A situation in any of its one shape's spellings: a `State`, its text alone, or the
+    mapping `{"text": ..., "facts": {...}}` (either key may be left out), as every door takes
+    it; anything else is an `InvalidInput` naming `field`."""
+    if isinstance(value, State):
+        return value
+    if isinstance(value, str):
+        return State(value)
+    if isinstance(value, Mapping):
+        unknown = sorted(str(k) for k in value if k not in STATE_FIELDS)
+        if unknown:
+            raise InvalidInput(f"{field}.{unknown[0]:.40}", "unknown argument; accepted: text, "
+                               "facts")
+        text, facts = value.get("text", ""), value.get("facts")
+        if not isinstance(text, str):
+            raise InvalidInput(f"{field}.text", "must be text")
+        try:
+            return State(text, facts={} if facts is None else facts)
+        except InvalidInput as exc:  # State names itself `state`
+            raise InvalidInput(field + exc.field.removeprefix("state"), exc.message) from None
+    raise InvalidInput(field, "must be a State, its text, or {\"text\": ..., \"facts\": {...}}")
+
+
 class Outcome(_Frozen):
     """What happened when the action was taken in the source state."""
 

@@ -10,15 +10,18 @@ session from a key, CSRF on every form.
 
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, Path, Query
+from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
+from situated import arguments as args
 from situated.http.errors import ERROR_RESPONSES, Unauthenticated, install
 from situated.http.limits import MAX_BODY_BYTES, BodyLimit, KeyGuard
 from situated.models import Principal
@@ -90,6 +93,7 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
         responses=ERROR_RESPONSES,
+        dependencies=[Depends(known_query)],
     )
     install(app)
 
@@ -128,7 +132,7 @@ def create_app(
     @app.post("/v1/recall", tags=["recall"], summary="Compile guidance for the present state",
         response_model=BriefingDoc)
     def recall(who: Who, req: RecallRequest, session: Session = None) -> Response:
-        return _send(service.recall(who, req, session))
+        return _send(service.recall(who, req, session, feedback_call))
 
     @app.post("/v1/feedback", tags=["recall"], summary="Report how a recalled task went",
         response_model=FeedbackDoc)
@@ -237,6 +241,29 @@ def create_app(
                                        include_in_schema=False))
     app.add_middleware(BodyLimit, limit=max_body)
     return app
+
+
+def known_query(request: Request) -> None:
+    """Refuse a query parameter an API route does not take (FastAPI drops it): 400 naming it
+    and the accepted ones, as for a body's unknown field."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or not route.path.startswith("/v1/"):
+        return
+    accepted, todo = [], [route.dependant]
+    while todo:  # the route's own query parameters and those of its dependencies
+        dependant = todo.pop()
+        accepted += [p.alias for p in dependant.query_params]
+        todo += dependant.dependencies
+    for name in request.query_params:
+        if name not in accepted:
+            raise args.unknown_argument(name, accepted)
+
+
+def feedback_call(recall_id: str, served: list[str]) -> str:
+    """The feedback request for a recall, as the rendered briefing spells it."""
+    body = json.dumps({"recall_id": recall_id, "success": True, "used": served})
+    return (f"POST /v1/feedback {body} (success false if the task failed; keep in used only "
+            "the ids you acted on)")
 
 
 def _send(doc: BaseModel | list[Any]) -> Response:

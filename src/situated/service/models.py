@@ -12,9 +12,10 @@ validity is `null`, enums are their names in lower case as the CLI has always sh
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from situated import arguments as args
 from situated.models import MAX_FACTS, OPEN_END, MemoryRecord
@@ -43,7 +44,22 @@ def iso(ts: float) -> datetime | None:
 
 
 class _Request(BaseModel):
+    """A request document: an argument it does not take is refused (`unknown_argument`,
+    naming it and the accepted ones), never dropped."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in data:
+                if name not in cls.model_fields:
+                    raise PydanticCustomError(
+                        "unknown_argument", "{name}: unknown argument; accepted: {accepted}",
+                        {"name": str(name)[:60], "accepted": ", ".join(cls.model_fields)},
+                    )
+        return data
 
 
 class _Doc(BaseModel):
@@ -54,10 +70,19 @@ class _Doc(BaseModel):
 
 
 class StateIn(_Request):
-    """A situation: text and flat facts."""
+    """A situation: text and flat facts (a request may give its text alone, as a string)."""
 
     text: str = ""
     facts: dict[str, Scalar] = Field(default_factory=dict, max_length=MAX_FACTS)
+
+
+def _text_alone(value: Any) -> Any:
+    return {"text": value} if isinstance(value, str) else value
+
+
+StateArg = Annotated[StateIn, BeforeValidator(_text_alone),
+                     Field(description='The situation: {"text": ..., "facts": {...}}, or its '
+                           "text alone as a string")]
 
 
 class AddRequest(_Request):
@@ -66,7 +91,7 @@ class AddRequest(_Request):
     content: str
     kind: str = Field(default="lesson", description="lesson, fact, preference or note")
     namespace: str = "default"
-    state: StateIn | None = None
+    state: StateArg | None = None
     action: str | None = None
     success: bool | None = None
     reward: float | None = None
@@ -107,7 +132,7 @@ class AddManyRequest(_Request):
 class RecallRequest(_Request):
     """Compile guidance for the present situation."""
 
-    state: StateIn
+    state: StateArg
     intent: str = ""
     namespace: str | None = None
     k: int = 5
