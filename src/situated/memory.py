@@ -59,6 +59,7 @@ from situated.models import (
     _as_invalid,
     as_state,
     content_fingerprint,
+    from_epoch,
     parse_authority,
     parse_kind,
     to_epoch,
@@ -166,6 +167,11 @@ class Health:
     unanalysed: int = 0
     """Memories (not erased) not yet analysed by this version, judged from their text until
     the next open fills it in (`situated.recall.analysis`; not a fault)."""
+    failing: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Components that failed repeatedly of late (at least `REPEATED_FAILURES` in the last
+    `FAILURE_WINDOW` seconds, any process): each with its `endpoint` (a model's URL, when it
+    has one), its `failures` in the window, the `last_at` (ISO 8601) and `last_error`.
+    Any of them makes `ok` false."""
 
 
 class Memory:
@@ -1141,9 +1147,10 @@ class Memory:
             resident = self.store.resident.describe() | {
                 "mismatches": self.store.resident.verify()
             }
+        failing = self._failing()
         return Health(
             ok=integrity == "ok" and orphans == 0 and not report.mismatched
-            and resident["mismatches"] == 0,
+            and resident["mismatches"] == 0 and not failing,
             integrity=integrity,
             orphan_records=orphans,
             ledger_mismatches=len(report.mismatched),
@@ -1152,7 +1159,28 @@ class Memory:
             path=self.store.path,
             resident=resident,
             unanalysed=self.store.count_unanalysed(ANALYSIS_VERSION, SYSTEM),
+            failing=failing,
         )
+
+    def _failing(self) -> dict[str, dict[str, Any]]:
+        """The components that failed `REPEATED_FAILURES` times or more in the last
+        `FAILURE_WINDOW` seconds (recorded by any process), with the endpoint each calls:
+        the configured one for a component this `Memory` holds, else the URL its last error
+        names."""
+        recent = self.store.recent_failures(utcnow() - FAILURE_WINDOW, SYSTEM)
+        configured = {f"reconstructor:{self.reconstructor.name}":
+                      getattr(self.reconstructor, "url", None)}
+        out: dict[str, dict[str, Any]] = {}
+        for component, (n, at, error) in sorted(recent.items()):
+            if n < REPEATED_FAILURES:
+                continue
+            url = configured.get(component)
+            named = _URL.search(error)
+            out[component] = {
+                "endpoint": url if isinstance(url, str) else (named[0] if named else None),
+                "failures": n, "last_at": from_epoch(at).isoformat(), "last_error": error,
+            }
+        return out
 
     def rebuild(self, *, repair: bool = False) -> RebuildReport:
         """Replay the ledger and compare (or repair) stored lifecycle states and counters."""
@@ -1205,6 +1233,10 @@ def _check_namespace(namespace: Any) -> None:
         validate_input("", lambda: Scope(tenant="t", namespace=namespace))
 
 
+REPEATED_FAILURES = 3
+"""Failures of one component within `FAILURE_WINDOW` that make `health` not ok."""
+FAILURE_WINDOW = 15 * 60.0
+_URL = re.compile(r"https?://[^\s'\"()]+")
 MAX_RESIDENT_MB = 1_000_000
 MAX_ANN_ROWS = 2**40
 MAX_BATCH_ITEMS = 1_000_000

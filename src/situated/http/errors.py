@@ -79,7 +79,7 @@ def _validation(_: Request, exc: Exception) -> JSONResponse:
     not JSON is the `body`'s fault (pydantic's location there is a character offset)."""
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
-    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    first: dict[str, Any] = dict(errors[0]) if errors else {"loc": (), "msg": "invalid request"}
     kind = first.get("type")
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
     message = " ".join(str(first.get("msg", "invalid")).split())

@@ -560,6 +560,9 @@ class HealthDoc(_Doc):
     path: str
     resident: dict[str, Any]
     unanalysed: int
+    failing: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Components that failed repeatedly of late (a model "
+        "endpoint that does not answer): endpoint, failures, last_at, last_error")
 
 
 class MaintenanceDoc(_Doc):

@@ -1130,6 +1130,18 @@ class Store:
             )
         }
 
+    def recent_failures(self, since: float, scope: System) -> dict[str, tuple[int, float, str]]:
+        """Failures since `since` by component: (how many, when the last one was, its error)
+        (health; every tenant's, so `SYSTEM` only)."""
+        return {
+            str(c): (int(n), float(at), str(err)) for c, n, at, err in self.db.execute(
+                "SELECT f.component, COUNT(*), MAX(f.at), (SELECT g.error FROM "
+                "maintenance_failures g WHERE g.component = f.component ORDER BY g.id DESC "
+                "LIMIT 1) FROM maintenance_failures f WHERE f.at >= ? GROUP BY f.component",
+                (since,),
+            )
+        }
+
     def lifecycle_candidates(self, scope: System) -> list[tuple[str, str, str, Counters]]:
         """(id, tenant, state, counters) of every ACTIVE or LOW_VALUE memory (maintenance)."""
         return [
