@@ -19,6 +19,7 @@ One rule per kind of value, shared by `Memory`, the records and the CLI:
 from __future__ import annotations
 
 import difflib
+import inspect
 import math
 import os
 import re
@@ -221,6 +222,23 @@ def path(value: Any, field: str = "path") -> str:
     if "\x00" in raw:
         raise InvalidInput(field, "holds a NUL character")
     return raw
+
+
+def callable_of(value: Any, field: str, n_args: int) -> Any:
+    """A callable that takes `n_args` positional arguments (checked by its signature, before
+    anything is written; one whose signature cannot be read is taken on trust)."""
+    if not callable(value):
+        raise InvalidInput(field, f"must be a function taking {n_args} argument(s), got "
+                           f"{type(value).__name__}")
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return value
+    try:
+        signature.bind(*([None] * n_args))
+    except TypeError as exc:
+        raise InvalidInput(field, f"must take {n_args} positional argument(s): {exc}") from None
+    return value
 
 
 PRINCIPAL_WORDS = frozenset({"tenant", "roles", "role", "clearance", "principal", "actor"})

@@ -443,6 +443,11 @@ class Memory:
         args.principal(principal)
         args.integer(batch_size, "batch_size", 1, 10_000)
         args.integer(start_line, "start_line", 1, 1 << 62)
+        if isinstance(lines, str | bytes) or not isinstance(lines, Iterable):
+            raise InvalidInput("lines", "must be an iterable of text lines (an open file, a "
+                               f"list of strings), got {type(lines).__name__}")
+        if progress is not None:
+            args.callable_of(progress, "progress", 1)
         return import_lines(self, lines, principal, batch_size=batch_size,
                             start_line=start_line, progress=progress)
 

@@ -53,20 +53,52 @@ def collected() -> Iterator[list[SituatedWarning]]:
 
 
 def reported(fn: Callable[P, R]) -> Callable[P, R]:
-    """A public method whose notices are warned at its caller's line when it returns (inside
-    an enclosing `collected()` or `reported` call, they go to that one instead)."""
+    """A public method whose notices are warned at its caller's line when it returns or
+    raises (`summarised`; inside an enclosing `collected()` or `reported` call, they go to
+    that one instead)."""
 
     @wraps(fn)
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
         if _SINK.get() is not None:
             return fn(*args, **kwargs)
         with collected() as notices:
-            result = fn(*args, **kwargs)
-        for notice in notices:
-            warnings.warn(notice, stacklevel=2)
-        return result
+            try:
+                return fn(*args, **kwargs)
+            finally:  # what was written before an error was written: its notices too
+                for notice in summarised(notices):
+                    warnings.warn(notice, stacklevel=3)
 
     return call
+
+
+MAX_EACH = 10
+"""Notices of one kind a person is shown one by one (`summarised`); the rest are counted."""
+
+
+def summarised(notices: list[SituatedWarning], each: int = MAX_EACH) -> list[SituatedWarning]:
+    """At most `each` notices of each kind, in order, then one counting the rest of that kind
+    (a bulk write may raise thousands: a reader is told how many, not flooded)."""
+    by_kind: dict[type[SituatedWarning], int] = {}
+    out: list[SituatedWarning] = []
+    for notice in notices:
+        if notice.message.startswith(MORE):  # already a count of the rest
+            out.append(notice)
+            continue
+        n = by_kind[type(notice)] = by_kind.get(type(notice), 0) + 1
+        if n <= each:
+            out.append(notice)
+    for kind, n in by_kind.items():
+        if n > each:
+            out.append(more(kind, n - each))
+    return out
+
+
+MORE = "... and "
+
+
+def more(kind: type[SituatedWarning], n: int) -> SituatedWarning:
+    """The notice that counts `n` more notices of `kind` not shown one by one."""
+    return kind(f"{MORE}{n} more {kind.__name__} like these")
 
 
 def lines(notices: list[SituatedWarning]) -> list[str]:

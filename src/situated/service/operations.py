@@ -376,6 +376,8 @@ class Service:
         return NewKeyDoc.model_validate(key_doc(key).model_dump() | {"secret": secret})
 
     def list_keys(self, tenant: str | None = None) -> builtins.list[KeyDoc]:
+        if tenant is not None:
+            args.label(tenant, "tenant")
         with self.pool.use() as mem:
             return [key_doc(k) for k in mem.store.keys.list(SYSTEM, tenant)]
 
