@@ -59,6 +59,13 @@ class _Group(TyperGroup):
                 return super().invoke(ctx)
             except SituatedError as exc:
                 _fail(str(exc))
+            except ModuleNotFoundError as exc:  # an optional extra this command needs
+                from situated.extras import missing_extra
+
+                refused = missing_extra(exc, f"situated {ctx.invoked_subcommand or ''}".strip())
+                if refused is None:
+                    raise
+                _fail(str(refused))
             except apsw.Error as exc:  # the database file itself: unreadable, locked, full
                 _fail(f"database: {exc}")
             except BrokenPipeError:

@@ -15,10 +15,15 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, Path, Query, Request
-from fastapi.responses import Response, StreamingResponse
-from fastapi.routing import APIRoute
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from situated.extras import missing_extra
+
+try:  # the extra that provides it, named in one line when it is missing
+    from fastapi import Depends, FastAPI, Header, Path, Query, Request
+    from fastapi.responses import Response, StreamingResponse
+    from fastapi.routing import APIRoute
+    from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+except ModuleNotFoundError as exc:
+    raise missing_extra(exc, __name__) or exc from None
 from pydantic import BaseModel
 
 from situated import arguments as args

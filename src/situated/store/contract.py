@@ -254,6 +254,9 @@ def open_store(
     in-process index and the rows from which a tenant is searched approximately; PostgreSQL
     searches in the server and ignores both."""
     if is_postgres(location):
+        from situated.extras import require
+
+        require("a PostgreSQL store", "psycopg", "psycopg_pool", "pgvector")
         from situated.store.pg.store import PostgresStore
 
         return PostgresStore(location)
