@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import venv
 from importlib import metadata
 from pathlib import Path
