@@ -66,7 +66,7 @@ def reported(fn: Callable[P, R]) -> Callable[P, R]:
                 return fn(*args, **kwargs)
             finally:  # what was written before an error was written: its notices too
                 for notice in summarised(notices):
-                    warnings.warn(notice, stacklevel=3)
+                    warnings.warn(notice, stacklevel=2)
 
     return call
 
