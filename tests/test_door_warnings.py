@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving import serve
 
 import situated
+from serving import serve
 from situated import Memory, Principal
 from situated.errors import (
     DuplicateWarning,
