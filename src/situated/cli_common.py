@@ -461,8 +461,9 @@ def _record_rows(rec: MemoryRecord) -> list[tuple[str, Any]]:
         ("action", src.action),
         ("outcome", {"success": src.outcome.success, "reward": src.outcome.reward}),
         ("conditions", list(rec.conditions)),
-        ("valid", f"{_iso(rec.validity.valid_from)} .. {_iso(rec.validity.valid_until)}"),
-        ("recorded at", _iso(rec.validity.recorded_at)),
+        ("valid", f"{_iso(rec.validity.valid_from_ts)} .. "
+                  f"{_iso(rec.validity.valid_until_ts)}"),
+        ("recorded at", _iso(rec.validity.recorded_at_ts)),
         ("counters", asdict(rec.counters)),
         ("utility", f"{rec.utility:.3f}"),
     ]
@@ -489,7 +490,8 @@ def _events_table(title: str, events: Iterable[LedgerEvent]) -> Table:
     for ev in events:
         target = "\n".join(x for x in (ev.memory_id, ev.recall_id) if x) or "-"
         table.add_row(
-            str(ev.seq), _iso(ev.at).replace("T", " ").removesuffix("+00:00"), ev.event.value,
+            str(ev.seq), ev.at.isoformat(sep=" ", timespec="seconds").removesuffix("+00:00"),
+            ev.event.value,
             target, Text(ev.actor), Text(ev.reason),
         )
     return table

@@ -12,6 +12,7 @@ from recall.
 
 import tempfile
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -21,7 +22,7 @@ from rich.text import Text
 
 from situated.errors import SituatedError
 from situated.memory import Memory
-from situated.models import OPEN_END, LifecycleState, MemoryRecord, Principal, State, from_epoch
+from situated.models import LifecycleState, MemoryRecord, Principal, State
 from situated.recall.briefing import Briefing, RejectionReason
 from situated.recall.reconstruct import Policy
 from situated.store.ledger import EventType, LedgerEvent
@@ -622,8 +623,8 @@ def _facts_table(console: Console, facts: list[MemoryRecord], ids: dict[str, str
     console.print(table)
 
 
-def _day(ts: float) -> str:
-    return "open" if ts >= OPEN_END else from_epoch(ts).date().isoformat()
+def _day(at: datetime | None) -> str:
+    return "open" if at is None else at.date().isoformat()
 
 
 def _present_panel(console: Console) -> None:

@@ -533,7 +533,9 @@ class Memory:
                 multi_valued=multi_valued,
                 scope=scope,
                 authority=auth,
-                validity=Validity(valid_from=start, valid_until=end, recorded_at=now),
+                validity=Validity(valid_from=from_epoch(start),
+                                  valid_until=None if end >= OPEN_END else from_epoch(end),
+                                  recorded_at=from_epoch(now)),
                 state=LifecycleState.PROPOSED,
                 policy_version=policy_version,
                 fingerprint=content_fingerprint(scope.tenant, scope.namespace, k, content),
@@ -913,7 +915,7 @@ class Memory:
         """A newer active value of `rec`'s (entity, attribute) in exactly `rec`'s scope."""
         if rec.entity is None or rec.attribute is None or rec.multi_valued:
             return None
-        if rec.validity.valid_until <= utcnow():
+        if rec.validity.valid_until_ts <= utcnow():
             return None  # already closed
         if rec.state not in (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE,
                              LifecycleState.INVALIDATED):
@@ -923,7 +925,7 @@ class Memory:
         )):
             if (other.id != rec.id and other.scope.roles == rec.scope.roles
                     and other.scope.classification == rec.scope.classification
-                    and other.validity.recorded_at > rec.validity.recorded_at):
+                    and other.validity.recorded_at_ts > rec.validity.recorded_at_ts):
                 return other
         return None
 
@@ -966,10 +968,10 @@ class Memory:
         t = to_epoch(as_of, "as_of")
         k = to_epoch(known_at, "known_at")
         rec = self.store.get(memory_id, Eligibility.for_inspection(principal))
-        if t is not None and not rec.validity.valid_from <= t < rec.validity.valid_until:
+        if t is not None and not rec.validity.valid_from_ts <= t < rec.validity.valid_until_ts:
             raise NotFound(f"{memory_id} was not valid at {as_of}")
         if k is not None:
-            if rec.validity.recorded_at > k:
+            if rec.validity.recorded_at_ts > k:
                 raise NotFound(f"{memory_id} was not recorded yet at {known_at}")
             folded = replay(
                 self.store.history(memory_id, Eligibility.for_inspection(principal), known_at=k)
@@ -1070,7 +1072,7 @@ class Memory:
 
     def recall_outcomes(
         self, *, principal: Principal, limit: int = 500
-    ) -> builtins.list[tuple[float, builtins.list[str]]]:
+    ) -> builtins.list[tuple[datetime, builtins.list[str]]]:
         """(time, served verdicts and rejection reasons) of the recalls the principal may
         see, newest first: a recall's briefing without its record (charts)."""
         args.principal(principal)

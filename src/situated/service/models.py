@@ -11,14 +11,14 @@ validity is `null`, enums are their names in lower case as the CLI has always sh
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from situated import arguments as args
-from situated.models import MAX_FACTS, OPEN_END, MemoryRecord
+from situated.models import MAX_FACTS, MemoryRecord
 from situated.recall.briefing import Briefing
 from situated.store.ledger import LedgerEvent
 from situated.store.recall_reads import RecallView
@@ -36,11 +36,6 @@ StateName = Literal["PROPOSED", "ACTIVE", "LOW_VALUE", "ARCHIVED", "INVALIDATED"
                     "REVOKED", "ERASED"]
 TimeIn = datetime | float | None
 """A time in a request: ISO 8601 or epoch seconds."""
-
-
-def iso(ts: float) -> datetime | None:
-    """Epoch seconds as an aware UTC datetime; the open end of validity as None."""
-    return None if ts >= OPEN_END else datetime.fromtimestamp(ts, tz=UTC)
 
 
 class _Request(BaseModel):
@@ -285,8 +280,8 @@ class MemoryDoc(_Doc):
         data = rec.model_dump(mode="json")
         v = rec.validity
         data["scope"]["roles"] = sorted(data["scope"]["roles"])
-        data["validity"] = {"valid_from": iso(v.valid_from), "valid_until": iso(v.valid_until),
-                            "recorded_at": iso(v.recorded_at)}
+        data["validity"] = {"valid_from": v.valid_from, "valid_until": v.valid_until,
+                            "recorded_at": v.recorded_at}
         return cls.model_validate(data | {"utility": round(rec.utility, 4)})
 
 
@@ -335,7 +330,7 @@ class EventDoc(_Doc):
 
     @classmethod
     def of(cls, ev: LedgerEvent) -> EventDoc:
-        return cls(seq=ev.seq, at=datetime.fromtimestamp(ev.at, tz=UTC), event=ev.event.value,
+        return cls(seq=ev.seq, at=ev.at, event=ev.event.value,
                    tenant=ev.tenant, memory_id=ev.memory_id, recall_id=ev.recall_id,
                    actor=ev.actor, reason=ev.reason, data=ev.data)
 
@@ -451,7 +446,7 @@ class RecallDoc(_Doc):
         p = v.payload
         b = p.get("briefing") or {}
         return cls.model_validate({
-            "recall_id": v.id, "at": datetime.fromtimestamp(v.at, tz=UTC), "actor": v.actor,
+            "recall_id": v.id, "at": v.at, "actor": v.actor,
             "namespace": v.namespace, "mode": v.mode, "served": list(v.served),
             "state": p.get("state") or {}, "intent": p.get("intent") or "",
             "principal": p.get("principal") or {},
@@ -484,7 +479,7 @@ class RecallSummaryDoc(_Doc):
     def of(cls, v: RecallView) -> RecallSummaryDoc:
         p = v.payload
         b = p.get("briefing") or {}
-        return cls(recall_id=v.id, at=datetime.fromtimestamp(v.at, tz=UTC), actor=v.actor,
+        return cls(recall_id=v.id, at=v.at, actor=v.actor,
                    namespace=v.namespace, mode=v.mode,  # type: ignore[arg-type]
                    served=len(b.get("items", [])), rejected=len(b.get("rejected", [])),
                    state_text=str((p.get("state") or {}).get("text") or ""),
@@ -507,7 +502,7 @@ class RecallPartDoc(_Doc):
     def of(cls, v: RecallView, memory_id: str) -> RecallPartDoc:
         b = v.payload.get("briefing") or {}
         return cls.model_validate({
-            "recall_id": v.id, "at": datetime.fromtimestamp(v.at, tz=UTC), "actor": v.actor,
+            "recall_id": v.id, "at": v.at, "actor": v.actor,
             "mode": v.mode,
             "item": next((i for i in b.get("items", []) if i["memory_id"] == memory_id), None),
             "rejected": next((r for r in b.get("rejected", []) if r["memory_id"] == memory_id),

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from situated import arguments as args
@@ -54,7 +54,6 @@ from situated.service.models import (
     RevokedDoc,
     RevokeRequest,
     _state,
-    iso,
 )
 from situated.store.contract import StoreContract, open_store
 from situated.store.keys import ApiKey
@@ -124,13 +123,11 @@ class Pool:
 
 
 def key_doc(key: ApiKey) -> KeyDoc:
-    at = iso(key.created_at)
-    assert at is not None
     return KeyDoc.model_validate({
         "id": key.id, "tenant": key.tenant, "roles": list(key.roles),
         "clearance": key.clearance.label, "actor": key.actor, "label": key.label,
-        "created_at": at, "created_by": key.created_by,
-        "revoked_at": None if key.revoked_at is None else iso(key.revoked_at),
+        "created_at": key.created_at, "created_by": key.created_by,
+        "revoked_at": key.revoked_at,
     })
 
 
@@ -303,8 +300,7 @@ class Service:
                         ) -> builtins.list[tuple[datetime, builtins.list[str]]]:
         """(time, served verdicts and rejection reasons) of recent recalls, newest first."""
         with self.pool.use() as mem:
-            rows = mem.recall_outcomes(principal=who, limit=limit)
-        return [(datetime.fromtimestamp(at, tz=UTC), decisions) for at, decisions in rows]
+            return mem.recall_outcomes(principal=who, limit=limit)
 
     def utilities(self, who: Principal, most: int = 10_000) -> builtins.list[float]:
         """The measured utility of each memory the principal may read (up to `most`)."""

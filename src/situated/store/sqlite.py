@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from situated.embed.base import Vector
 from situated.errors import EmbedderMismatch, InvalidInput, NotFound, StoreFailure
 from situated.models import (
+    OPEN_END,
     Authority,
     Classification,
     Counters,
@@ -36,6 +37,7 @@ from situated.models import (
     Source,
     State,
     Validity,
+    from_epoch,
     utcnow,
 )
 from situated.store import attributes, recall_reads
@@ -797,7 +799,8 @@ class Store:
     ) -> list[LedgerEvent]:
         events = [
             LedgerEvent(
-                int(s), float(a), EventType(e), str(t), m, r, str(ac), str(re_), json.loads(d)
+                int(s), from_epoch(float(a)), EventType(e), str(t), m, r, str(ac), str(re_),
+                json.loads(d),
             )
             for s, a, e, t, m, r, ac, re_, d in rows
         ]
@@ -1446,8 +1449,9 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
         }),
         "authority": _AUTHORITY[d["authority"]],
         "validity": _trusted(Validity, {
-            "valid_from": d["valid_from"], "valid_until": d["valid_until"],
-            "recorded_at": d["recorded_at"],
+            "valid_from": from_epoch(d["valid_from"]),
+            "valid_until": None if d["valid_until"] >= OPEN_END else from_epoch(d["valid_until"]),
+            "recorded_at": from_epoch(d["recorded_at"]),
         }),
         "state": _LIFECYCLE[d["state"]],
         "counters": Counters(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from situated.errors import InvalidInput, SituatedWarning, UsageError
-from situated.models import MemoryRecord, Principal, State, validate_input
+from situated.models import MemoryRecord, Principal, as_state
 from situated.notices import MAX_EACH, collected, more, notify
 from situated.write.items import IMPORT_FIELDS, proposal
 from situated.write.writer import Proposal
@@ -170,14 +170,5 @@ def _parse(line: str, n: int) -> dict[str, Any] | None:
         raise InvalidInput(f"line {n}", "must be a JSON object of add() fields")
     st = item.get("state")
     if isinstance(st, Mapping):
-        unknown = set(st) - {"text", "facts"}
-        if unknown:
-            raise InvalidInput(f"line {n}.state", f"unknown fields: {', '.join(sorted(unknown))}")
-        text, facts = st.get("text", ""), st.get("facts")
-        if not isinstance(text, str):
-            raise InvalidInput(f"line {n}.state.text", "must be a string")
-        try:
-            item["state"] = validate_input("state", lambda: State(text, facts))
-        except InvalidInput as exc:
-            raise InvalidInput(f"line {n}.{exc.field}", exc.message) from None
+        item["state"] = as_state(st, f"line {n}.state")
     return item

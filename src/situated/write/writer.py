@@ -406,8 +406,9 @@ class Writer:
     ) -> None:
         """Close `old`'s validity when `new` begins (or at `at`), link both, log the event;
         both within `actor`'s scope."""
-        end = max(new.validity.valid_from if at is None else at, old.validity.valid_from + 1e-6)
-        end = min(end, old.validity.valid_until)
+        end = max(new.validity.valid_from_ts if at is None else at,
+                  old.validity.valid_from_ts + 1e-6)
+        end = min(end, old.validity.valid_until_ts)
         self.memory.store.supersede(
             old.id, new.id, end, Eligibility(actor, states=ALL_STATES), actor.name, reason
         )

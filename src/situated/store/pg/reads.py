@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from situated.errors import NotFound
-from situated.models import MemoryRecord, Principal
+from situated.models import MemoryRecord, Principal, from_epoch
 from situated.store.ledger import INFERRED_WEIGHT, EventType, LedgerEvent
 from situated.store.pg.writes import SELECT, Writes
 from situated.store.scope import ALL_STATES, Eligibility, System
@@ -209,7 +209,8 @@ class Reads(Writes):
         (as `store.sqlite` does)."""
         events = [
             LedgerEvent(
-                int(s), float(a), EventType(e), str(t), m, r, str(ac), str(re_), json.loads(d)
+                int(s), from_epoch(float(a)), EventType(e), str(t), m, r, str(ac), str(re_),
+                json.loads(d),
             )
             for s, a, e, t, m, r, ac, re_, d in rows
         ]
