@@ -443,7 +443,9 @@ def _follow_ups(
     for ev in events:
         data = ", ".join(f"{k}={v}" for k, v in sorted(ev.data.items()))
         console.print(Text.assemble(
-            (f"ledger seq {ev.seq} ", "bold"), f"{ev.event.value} free_month by {ev.actor}: ",
+            # `seq` of a memory's history counts its own events (the ledger table of step
+            # 11 numbers every event acme may see): named as such, never as a ledger seq
+            (f"free_month's event {ev.seq} ", "bold"), f"{ev.event.value} by {ev.actor}: ",
             (ev.reason, "italic"), f" ({data})",
         ))
     again = mem.recall(PRESENT, principal=who, namespace=NAMESPACE,
