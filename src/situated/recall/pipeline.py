@@ -282,9 +282,9 @@ def compile_stage(r: Recall) -> None:
         notify(ModelFallbackWarning(line))
     # how many proposals the caller may read wait for a reviewer: a count, through the
     # scope layer like every read (never their content)
-    waiting = r.store.count(Eligibility(
+    waiting = r.store.count_pending(Eligibility(
         req.principal, (req.namespace,) if req.namespace else None, (LifecycleState.PROPOSED,)
-    )).get(LifecycleState.PROPOSED.value, 0)
+    ))
     r.briefing = Briefing(
         recall_id="rc_" + uuid.uuid4().hex[:16],
         mode=mode,

@@ -363,3 +363,12 @@ def m013_secrets(db: apsw.Connection) -> None:
     """Store-wide secrets of the doors (`situated.store.secrets`: the dashboard's signing key),
     read by `Store.secret` only."""
     db.execute("CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+@migration
+def m014_pending_index(db: apsw.Connection) -> None:
+    """The proposals that wait for review, per tenant and role set (a partial index, as small
+    as the queue): every recall counts those its principal may read (`Store.count_pending`)."""
+    db.execute(
+        "CREATE INDEX memories_pending ON memories (tenant, role_key) WHERE state = 'PROPOSED'"
+    )

@@ -703,6 +703,14 @@ class Store:
             )
         }
 
+    def count_pending(self, elig: Eligibility) -> int:
+        """Eligible proposals waiting for review (PROPOSED, if `elig` admits it): a count
+        through the partial index `memories_pending`, whatever the tenant's size."""
+        where, params = self._where(elig)
+        row = self._one(f"SELECT COUNT(*) FROM memories m WHERE m.state = 'PROPOSED' AND "
+                        f"{where}", params)
+        return int(row[0]) if row else 0
+
     def utilities(self, elig: Eligibility, limit: int) -> list[float]:
         """The measured utility (`Counters.utility`) of up to `limit` eligible memories."""
         where, params = self._where(elig)

@@ -77,6 +77,12 @@ class Reads(Writes):
         )
         return {str(s): int(n) for s, n in rows}
 
+    def count_pending(self, elig: Eligibility) -> int:
+        where, params = self._where(elig)
+        row = self._one(f"SELECT COUNT(*) FROM memories m WHERE m.state = 'PROPOSED' AND "
+                        f"{where}", params)
+        return int(row[0]) if row else 0
+
     def visible_ids(self, memory_ids: Iterable[str], elig: Eligibility) -> set[str]:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:

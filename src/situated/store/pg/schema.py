@@ -237,6 +237,11 @@ CREATE TABLE lexicon_postings (
     ("m005_secrets", """
 CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """),
+    # the proposals that wait for review, per tenant (a partial index, as small as the
+    # queue): every recall counts those its principal may read (`count_pending`)
+    ("m006_pending_index", """
+CREATE INDEX memories_pending ON memories (tenant) WHERE state = 'PROPOSED';
+"""),
 ]
 
 VECTOR_INDEX_NAMES = ("memories_content_hnsw", "memories_state_hnsw")
