@@ -1,8 +1,27 @@
-"""Exceptions raised by situated.
+"""Exceptions raised by situated, and the warnings it gives.
 
 Two families, as callers need to tell them apart: `UsageError` is a mistake in how the library was
 called (fix the call); `SituatedRuntimeError` is a failure of something the library depends on
 (retry, or look at `health`).
+
+    SituatedError
+    +-- UsageError
+    |   +-- InvalidInput (field, message; also a ValueError)
+    |   |   +-- ConditionSyntaxError
+    |   +-- NotFound (also a LookupError)
+    |   +-- PermissionDenied
+    |   +-- FeedbackConflict
+    |   +-- EmbedderMismatch
+    |   +-- UnknownPlugin (also a KeyError)
+    |   +-- MissingExtra (situated.extras; also an ImportError)
+    +-- SituatedRuntimeError (also a RuntimeError)
+        +-- StoreBusy
+        +-- StoreFailure (code)
+        +-- ModelError
+
+    SituatedWarning (a UserWarning: message, memory_id)
+    +-- UnservableWarning, SupersessionWarning, RedactionWarning, HeldForReviewWarning,
+        ProposalRejectedWarning, DuplicateWarning, ModelFallbackWarning
 """
 
 from __future__ import annotations
