@@ -265,3 +265,17 @@ def test_python_keyword_arguments_are_refused_by_python(tmp_path: Path) -> None:
         with pytest.raises(TypeError, match="situaton"):
             mem.add("Refund in full.", principal=ME, situaton="x")  # type: ignore[call-arg]
         assert mem.list(principal=ME) == []
+
+
+def test_a_low_value_memory_is_labelled_with_its_record(tmp_path: Path) -> None:
+    with Memory(tmp_path / "low.db", embedder="hash") as mem:
+        rec = mem.add(principal=ME, **LESSON)
+        for _ in range(3):
+            b = mem.recall(NOW, principal=ME, namespace="refunds")
+            mem.feedback(b.recall_id, principal=ME, success=False, used=[rec.id])
+        assert mem.inspect(rec.id, principal=ME).state.value == "LOW_VALUE"
+        b = mem.recall(NOW, principal=ME, namespace="refunds")
+        [item] = [i for i in b.items if i.memory_id == rec.id]
+        assert (item.lifecycle, item.record) == ("LOW_VALUE", "failed 3 of 3 uses")
+        assert re.search(rf"^> \[{rec.id}\] \(inferred, applicable, [0-9.]+, LOW_VALUE: failed 3 "
+                         r"of 3 uses\) Annual plans", b.render(), re.M), b.render()

@@ -125,7 +125,7 @@ class BoundMemory:
             The `Briefing`.
         """
         state = situation if isinstance(situation, State) else self.state(situation, facts)
-        with self._lock:
+        with self._lock, collected():  # a fallback's warning is the briefing's `warnings`
             return self.memory.recall(
                 state, principal=self.principal, intent=intent, namespace=self.namespace,
                 k=self.k, budget_tokens=self.budget_tokens, policy=self.policy,
@@ -192,8 +192,9 @@ class BoundMemory:
 
 
 def briefing_summary(briefing: Briefing) -> dict[str, Any]:
-    """A briefing as JSON-ready data for a tool's answer: the rendered, quoted guidance and the
-    ids an agent needs for feedback."""
+    """A briefing as JSON-ready data for a tool's answer: the rendered, quoted guidance, the
+    ids an agent needs for feedback, and the notes (a model that failed over, proposals
+    waiting for review)."""
     return {
         "recall_id": briefing.recall_id,
         "mode": briefing.mode.value,
@@ -204,6 +205,7 @@ def briefing_summary(briefing: Briefing) -> dict[str, Any]:
             for i in briefing.items
         ],
         "briefing": briefing.render(),
+        "notes": briefing.notes(),
     }
 
 
