@@ -787,7 +787,7 @@ class Script:
                 return f"unexpected {error_text(err)}"
             rows = b.rows["recalls"]
             want = [rows[rid][3] for rid in self.visible_recalls(b, who)]
-            got = [at for at, _ in out]
+            got = [at.timestamp() for at, _ in out]
             return None if got == want else f"outcomes at {got}, expected {want}"
 
         r.probe("utilities", who, lambda: r.mem.utilities(principal=who), write=False,
