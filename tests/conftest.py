@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from situated import Memory, Principal
+from situated.endpoint import resume
 
 _real_connect = socket.socket.connect
 
@@ -36,6 +37,7 @@ def _hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("SITUATED_DB", str(tmp_path / "env.db"))
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    resume()  # no endpoint paused by an earlier test's dead port (ports are reused)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -52,10 +53,11 @@ def free_socket() -> socket.socket:
 @contextmanager
 def serve(path: Path, *, mcp: bool = True, inferred: bool = True, max_body: int | None = None,
           mcp_stateless: bool = False, limits: DoorLimits | None = None,
-          mcp_limits: McpLimits | None = None) -> Iterator[Served]:
+          mcp_limits: McpLimits | None = None, **memory: Any) -> Iterator[Served]:
     """`situated serve`'s app and server (`DoorConfig`: its protocol and limits) in a thread,
-    on a real loopback socket."""
-    service = Service(Pool(lambda: Memory(path, embedder="hash"), 2),
+    on a real loopback socket (`memory`: more arguments of its `Memory`, e.g. a
+    reconstructor)."""
+    service = Service(Pool(lambda: Memory(path, embedder="hash", **memory), 2),
                       inferred_feedback=inferred)
     kw = {} if max_body is None else {"max_body": max_body}
     app = create_app(service, mcp=mcp, mcp_stateless=mcp_stateless, mcp_limits=mcp_limits,

@@ -28,9 +28,12 @@ def test_a_held_proposal_names_its_gate_in_every_output(tmp_path: Path) -> None:
     assert doc["state"] == "PROPOSED"
     held = [g for g in doc["gates"] if g["verdict"] == "hold"]
     assert [g["gate"] for g in held] == ["poisoning"] and held[0]["reasons"]
-    notes = [line for line in stderr.splitlines() if line.startswith("note: ")]
-    assert notes == [f"note: {doc['id']} is PROPOSED, held by poisoning (hold): "
-                     + "; ".join(held[0]["reasons"])]
+    said = [line for line in stderr.splitlines() if line.startswith("warning: ")]
+    line = (f"warning: {doc['id']} is held for review by the poisoning gate ("
+            + "; ".join(held[0]["reasons"]) + "); recall does not serve it until a reviewer "
+            "(a principal of its tenant with the 'reviewer' role who may read it) promotes it")
+    assert line in said
+    assert doc["warnings"] == [line.removeprefix("warning: ") for line in said]
 
     plain, _ = run(db, "inspect", doc["id"], *WHO, "--plain")
     assert "held by" in plain and "poisoning (hold)" in plain
@@ -48,7 +51,7 @@ def test_a_promoted_memory_prints_no_note(tmp_path: Path) -> None:
                          "--state", "annual plan, 40 days", "--fact", "days=40")
     assert json.loads(stdout)["state"] == "ACTIVE"
     assert all(g["verdict"] == "pass" for g in json.loads(stdout)["gates"])
-    assert "note:" not in stderr
+    assert "note:" not in stderr and "warning:" not in stderr
 
 
 def test_plain_and_json_have_one_meaning(tmp_path: Path) -> None:

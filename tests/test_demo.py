@@ -105,7 +105,8 @@ def test_demo_demotes_the_lookalike_with_a_transitioned_event() -> None:
     assert event.event is EventType.TRANSITIONED and event.memory_id == lookalike
     assert event.data == {"to": "LOW_VALUE", "uses": 3, "successes": 0}
     assert "0.20 < 0.35 after 3 uses" in event.reason
-    assert f"seq {event.seq} transitioned free_month" in text
+    # the memory's own history numbers it: named as such, never as a ledger seq
+    assert f"free_month's event {event.seq} transitioned by" in text
     # afterwards it ranks below the helpful memory on the same present state
     ranked = [m for m, _ in result.ranking]
     eu = dict(result.ranking)

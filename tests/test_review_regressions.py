@@ -100,4 +100,4 @@ def test_supersession_event_records_the_closed_validity(tmp_path: Path) -> None:
             valid_from="2025-01-01")
     ev = mem.history(old.id, principal=who)[-1]
     assert ev.event.value == "superseded"
-    assert ev.data["valid_until"] == mem.inspect(old.id, principal=who).validity.valid_until
+    assert ev.data["valid_until"] == mem.inspect(old.id, principal=who).validity.valid_until_ts

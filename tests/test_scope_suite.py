@@ -649,7 +649,7 @@ class Script:
                 return f"unexpected {error_text(err)}"
             # the memory's own events, numbered from 1 (no file-wide sequence to count gaps in)
             want = [(n, e[5]) for n, e in enumerate((e for e in b.events if e[2] == mid), 1)]
-            got = [(e.seq, e.at) for e in out]
+            got = [(e.seq, e.at.timestamp()) for e in out]
             return None if got == want else f"history {got}, expected {want}"
 
         _, err = r.probe("history", who, lambda: call(mid), write=False, inputs=[mid],
@@ -713,7 +713,7 @@ class Script:
             # newest first, each numbered by its position among the events `who` may see
             want = [(len(seen) - offset - i, at, mid)
                     for i, (at, _, mid) in enumerate(seen[offset:offset + limit])]
-            got = [(e.seq, e.at, e.memory_id) for e in out]
+            got = [(e.seq, e.at.timestamp(), e.memory_id) for e in out]
             return None if got == want else f"ledger {got}, expected {want}"
 
         r.probe("ledger", who, lambda: r.mem.ledger(principal=who, limit=limit, offset=offset),
@@ -787,7 +787,7 @@ class Script:
                 return f"unexpected {error_text(err)}"
             rows = b.rows["recalls"]
             want = [rows[rid][3] for rid in self.visible_recalls(b, who)]
-            got = [at for at, _ in out]
+            got = [at.timestamp() for at, _ in out]
             return None if got == want else f"outcomes at {got}, expected {want}"
 
         r.probe("utilities", who, lambda: r.mem.utilities(principal=who), write=False,

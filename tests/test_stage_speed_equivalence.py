@@ -187,10 +187,11 @@ def _ref_reject(
 def ref_precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     rec = item.record
     v = rec.validity
-    if not (v.valid_from <= as_of < v.valid_until):
-        when = from_epoch(v.valid_until).isoformat() if as_of >= v.valid_until else "later"
+    if not (v.valid_from_ts <= as_of < v.valid_until_ts):
+        when = from_epoch(v.valid_until_ts).isoformat() if as_of >= v.valid_until_ts else "later"
         return _ref_reject(item, RejectionReason.EXPIRED, f"valid until {when}")
-    if rec.state is LifecycleState.INVALIDATED and rec.superseded_by and as_of >= v.valid_until:
+    if (rec.state is LifecycleState.INVALIDATED and rec.superseded_by
+            and as_of >= v.valid_until_ts):
         return _ref_reject(item, RejectionReason.SUPERSEDED, f"superseded by {rec.superseded_by}")
     pv, want = rec.policy_version, item.policy.version
     if pv and want and pv != want:

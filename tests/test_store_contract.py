@@ -258,7 +258,7 @@ def test_supersession_and_as_of(mem: Memory) -> None:
     new = mem.add("Account 7 is on the platinum tier.", principal=ACME, kind="fact",
                   entity="acct-7", attribute="tier", value="platinum", valid_from=T0 + 100)
     was = mem.inspect(old.id, principal=ACME)
-    assert was.superseded_by == new.id and was.validity.valid_until == T0 + 100
+    assert was.superseded_by == new.id and was.validity.valid_until_ts == T0 + 100
     assert mem.inspect(new.id, principal=ACME).supersedes == old.id
     then = mem.recall("account 7 tier", principal=ACME, as_of=T0 + 50)
     now = mem.recall("account 7 tier", principal=ACME)

@@ -304,7 +304,8 @@ def test_only_an_admin_imports_recorded_at(tmp_path: Path) -> None:
     report = mem.import_records([line], principal=ADMIN)
     assert report.created == 1
     (rec,) = mem.list(principal=ADMIN)
-    assert rec.validity.recorded_at == 1709294400.0 == rec.validity.valid_from
+    assert rec.validity.recorded_at_ts == 1709294400.0 == rec.validity.valid_from_ts
+    assert rec.validity.recorded_at.isoformat() == "2024-03-01T12:00:00+00:00"
     future = json.dumps({"content": "x", "kind": "note", "recorded_at": "2999-01-01"})
     with pytest.raises(ImportStopped) as late:
         mem.import_records([future], principal=ADMIN)

@@ -84,7 +84,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names (not this module's own helpers: `Any`, `import_module`, ...)."""
+    return sorted(__all__)
 
 
 __all__ = [

@@ -18,6 +18,8 @@ One rule per kind of value, shared by `Memory`, the records and the CLI:
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import math
 import os
 import re
@@ -220,3 +222,43 @@ def path(value: Any, field: str = "path") -> str:
     if "\x00" in raw:
         raise InvalidInput(field, "holds a NUL character")
     return raw
+
+
+def callable_of(value: Any, field: str, n_args: int) -> Any:
+    """A callable that takes `n_args` positional arguments (checked by its signature, before
+    anything is written; one whose signature cannot be read is taken on trust)."""
+    if not callable(value):
+        raise InvalidInput(field, f"must be a function taking {n_args} argument(s), got "
+                           f"{type(value).__name__}")
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return value
+    try:
+        signature.bind(*([None] * n_args))
+    except TypeError as exc:
+        raise InvalidInput(field, f"must take {n_args} positional argument(s): {exc}") from None
+    return value
+
+
+PRINCIPAL_WORDS = frozenset({"tenant", "roles", "role", "clearance", "principal", "actor"})
+"""Arguments a caller may try to name itself with: who acts comes from the door alone."""
+RENAMED = {"state": "situation", "situation": "state"}
+"""An argument one door spells as another does (MCP's flat `situation` and `facts`, HTTP's and
+Python's `state`): the likely one meant."""
+
+
+def unknown_argument(name: str, accepted: Iterable[str]) -> InvalidInput:
+    """The refusal of an argument an entry point does not take: one line naming it and the
+    accepted ones, with the likely one meant (a near spelling, another door's name for it),
+    or why a principal's name is never an argument."""
+    known = list(accepted)
+    shown = str(name)[:60]
+    if shown in PRINCIPAL_WORDS:
+        hint = ("; who acts comes from the door (the CLI's options, the API key, the MCP "
+                "server's launch configuration), never from an argument")
+    else:
+        close = ([RENAMED[shown]] if RENAMED.get(shown) in known else []) or (
+            difflib.get_close_matches(shown, known, n=1))
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+    return InvalidInput(shown, f"unknown argument; accepted: {', '.join(known)}{hint}")

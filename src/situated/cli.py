@@ -10,6 +10,7 @@ argument, a value of the wrong type) is one line too, `error: <what click says> 
 anything is read or written.
 """
 
+import shlex
 import sys
 import warnings
 from dataclasses import asdict
@@ -62,6 +63,7 @@ from situated.cli_migrate import register as _register_migrate
 from situated.cli_serve import register as _register_doors
 from situated.defaults import DEFAULT_EMBEDDER
 from situated.errors import InvalidInput
+from situated.notices import collected, lines, notify
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -154,7 +156,7 @@ def _app_commands(ctx: typer.Context) -> list[str]:
 @app.command()
 def init(ctx: typer.Context, plain: Plain = False, as_json: AsJson = False) -> None:
     """Create the store (or check an existing one) and bind its embedder."""
-    with _memory(ctx) as mem:
+    with _memory(ctx, create=True) as mem:
         mem.store.bind_embedder(mem.embedder.model_ref, mem.embedder.dim)
         health = mem.health()
         out = {
@@ -248,31 +250,35 @@ def add(
     """Propose a memory; printed as stored (ACTIVE when promoted) with its gate results.
 
     A proposal held for review (PROPOSED) or refused (REJECTED) names the gate and its reasons
-    (`held by` with --plain; `gates` in JSON, and one `note:` line on stderr).
+    (`held by` with --plain; `gates` and `warnings` in JSON), and every warning of the write
+    (held, rejected, redacted, merged into a stored twin, never servable) is one `warning:`
+    line on stderr.
     """
     me = _principal(tenant, role, clearance, actor)
     people = _for_people(plain, as_json)
     source = _state(state, fact)
-    with _memory(ctx) as mem:
-        rec = mem.add(
-            content, principal=me, kind=kind, namespace=namespace, state=source, action=action,
-            success=success, reward=reward, episode_id=episode, step=step,
-            evidence=evidence or (), conditions=condition or (), entity=entity,
-            attribute=attribute, value=None if value is None else parse_value(value),
-            multi_valued=multi_valued, roles=role_required or (),
-            classification=classification, consent=consent, authority=authority,
-            valid_from=_time(valid_from), valid_until=_time(valid_until),
-            policy_version=policy_version,
-        )
+    with _memory(ctx, create=True) as mem:
+        with collected() as notices:  # for the JSON document; then on stderr like any
+            rec = mem.add(
+                content, principal=me, kind=kind, namespace=namespace, state=source,
+                action=action, success=success, reward=reward, episode_id=episode, step=step,
+                evidence=evidence or (), conditions=condition or (), entity=entity,
+                attribute=attribute, value=None if value is None else parse_value(value),
+                multi_valued=multi_valued, roles=role_required or (),
+                classification=classification, consent=consent, authority=authority,
+                valid_from=_time(valid_from), valid_until=_time(valid_until),
+                policy_version=policy_version,
+            )
+        for notice in notices:
+            notify(notice)
+        said = lines(notices)
         gates = mem.gate_results(rec.id, principal=me)
     from situated.service.models import GatedDoc
 
     if people:
         _console().print(_kv_table(f"added {rec.id}", _record_rows(rec) + _gate_rows(gates)))
     else:
-        _emit(GatedDoc.of_gates(rec, gates).model_dump(mode="json"))
-        for line in _held(gates):
-            typer.echo(f"note: {rec.id} is {rec.state.value}, held by {line}", err=True)
+        _emit(GatedDoc.of_gates(rec, gates, said).model_dump(mode="json"))
 
 
 class Format(StrEnum):
@@ -329,10 +335,10 @@ def recall(
     people = _for_people(plain, as_json, default=fmt is not Format.json)
     me = _principal(tenant, role, clearance, actor)
     present = _state(state, fact) or State("")
-    tools = _split(allow_tool)
+    tools = _split(allow_tool, "--allow-tool")
     policy = Policy(
         allowed_tools=frozenset(tools) if allow_tool else None,
-        prohibited_effects=frozenset(_split(prohibit)),
+        prohibited_effects=frozenset(_split(prohibit, "--prohibit")),
         version=policy_version,
     )
     with _memory(ctx) as mem:
@@ -350,14 +356,33 @@ def recall(
     if explain:
         typer.echo("")
         typer.echo(briefing.explain())
-    used = " ".join(f"--used {i.memory_id}" for i in briefing.items[:1]) or ""
+    for note in briefing.notes()[len(briefing.warnings):]:  # the warnings are printed already
+        typer.echo(f"note: {note}", err=True)
     typer.echo(
         f"recall {briefing.recall_id}: {briefing.mode.value}, {len(briefing.items)} served, "
-        f"{len(briefing.rejected)} rejected"
-        + ("" if explain else " (--explain for why)")
-        + f"; feedback: situated feedback {briefing.recall_id} --success {used}".rstrip(),
+        f"{len(briefing.rejected)} rejected" + ("" if explain else " (--explain for why)")
+        + "; after the task: " + _feedback_command(ctx, me, briefing.recall_id,
+                                                   [i.memory_id for i in briefing.items]),
         err=True,
     )
+
+
+def _feedback_command(ctx: typer.Context, me: "Principal", recall_id: str,
+                      served: list[str]) -> str:
+    """The `situated feedback` command for a recall, as it runs when pasted: the same store
+    and principal (a connection string, which may hold a password, as `$SITUATED_DB`)."""
+    from situated.store.contract import is_postgres
+
+    settings: Settings = ctx.obj
+    db = '"$SITUATED_DB"' if is_postgres(settings.db) else shlex.quote(str(settings.db))
+    argv = ["situated", "--db", db]
+    if settings.embedder:
+        argv += ["--embedder", shlex.quote(settings.embedder)]
+    argv += ["feedback", recall_id, "--success", "--tenant", shlex.quote(me.tenant)]
+    argv += [x for r in sorted(me.roles) for x in ("--role", shlex.quote(r))]
+    argv += ["--clearance", me.clearance.label, "--actor", shlex.quote(me.name)]
+    argv += [x for i in served for x in ("--used", i)]
+    return " ".join(argv) + " (--failure if it failed; --used only what you acted on)"
 
 
 @app.command()
@@ -383,7 +408,7 @@ def feedback(
     me = _principal(tenant, role, clearance, actor)
     with _memory(ctx) as mem:
         result = mem.feedback(
-            recall_id, principal=me, success=success, used=_split(used), reward=reward
+            recall_id, principal=me, success=success, used=_split(used, "--used"), reward=reward
         )
     if _for_people(plain, as_json):
         _console().print(_kv_table(f"feedback for {recall_id}", asdict(result).items()))
@@ -479,7 +504,7 @@ def list_(
     me = _principal(tenant, role, clearance, actor)
     with _memory(ctx) as mem:
         records = mem.list(
-            principal=me, namespace=namespace, states=_split(state) or None, limit=limit,
+            principal=me, namespace=namespace, states=_split(state, "--state") or None, limit=limit,
             offset=offset,
         )
     if _for_people(plain, as_json):
@@ -707,7 +732,7 @@ def learn(
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
         raise InvalidInput("trajectory", f"cannot read {str(trajectory)!r:.80}: {reason}") from None
-    with _memory(ctx) as mem:
+    with _memory(ctx, create=True) as mem:
         learned = [(rec, mem.gate_results(rec.id, principal=me))
                    for rec in mem.learn(text, principal=me, distiller=distiller)]
     if people:

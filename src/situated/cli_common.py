@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import apsw
 import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from situated.defaults import DEFAULT_EMBEDDER, DEFAULT_RECONSTRUCTOR, OPEN_END
 from situated.errors import InvalidInput, SituatedError
@@ -41,7 +41,13 @@ DEFAULT_DB = "situated.db"
 
 class _Group(TyperGroup):
     """Turns domain errors into one line on stderr and exit code 1, usage errors into one line
-    and exit code 2."""
+    and exit code 2; every command's help names its values as people read them (`_plain`)."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _plain(command)
+        return command
 
     def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
         with _usage_in_one_line():
@@ -53,12 +59,54 @@ class _Group(TyperGroup):
                 return super().invoke(ctx)
             except SituatedError as exc:
                 _fail(str(exc))
+            except ModuleNotFoundError as exc:  # an optional extra this command needs
+                from situated.extras import missing_extra
+
+                refused = missing_extra(exc, f"situated {ctx.invoked_subcommand or ''}".strip())
+                if refused is None:
+                    raise
+                _fail(str(refused))
             except apsw.Error as exc:  # the database file itself: unreadable, locked, full
                 _fail(f"database: {exc}")
             except BrokenPipeError:
                 raise
             except OSError as exc:  # a file or directory named on the command line
                 _fail(f"{exc.filename or 'file'}: {exc.strerror or exc}")
+
+
+class _Argument(TyperArgument):
+    """An argument shown as `CONTENT` (usage: `[CONTENT]` when optional), with no Python type
+    beside it."""
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        name = self.metavar or (self.name or "value").upper()
+        return [name if self.required else f"[{name}]"]
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+
+_METAVARS = {"int": "N", "int range": "N", "float": "NUMBER", "float range": "NUMBER",
+             "str": "TEXT", "path": "PATH", "Path": "PATH", "datetime": "TIME", "bool": "BOOL"}
+
+
+def _plain(command: Any) -> None:
+    """Typer's help shows Python types (`<list[str]>`, `<int>`) and required arguments as
+    `{content}`: each argument becomes `CONTENT` (its class `_Argument`), each option that
+    takes a value without a metavar of its own `TEXT`, `N`, `NUMBER`, `PATH`, or its
+    choices `a|b|c`."""
+    for param in getattr(command, "params", ()):
+        if isinstance(param, TyperArgument) and not isinstance(param, _Argument):
+            param.__class__ = _Argument
+            param.metavar = param.metavar or (param.name or "value").upper()
+        elif isinstance(param, TyperOption) and param.metavar is None and not param.is_flag:
+            try:
+                label = param.display_type(None).strip("<>")  # type: ignore[arg-type]
+            except (TypeError, AttributeError, ValueError):  # typer cannot name it: as it was
+                continue
+            if label.startswith("list[") and label.endswith("]"):
+                label = label[5:-1]  # a repeatable option: each value's kind
+            param.metavar = label if "|" in label else _METAVARS.get(label, label.upper())
 
 
 _CLICK = sys.modules[typer.BadParameter.__module__]
@@ -83,13 +131,18 @@ MAX_ERROR_CHARS = 500
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
-    """One line on stderr: whitespace collapsed, other unprintable characters (controls,
+    """One line on stderr (`_one_line`), `error: ...`, and the exit code."""
+    typer.echo("error: " + _one_line(message), err=True)
+    raise typer.Exit(code)
+
+
+def _one_line(message: str) -> str:
+    """`message` on one line: whitespace collapsed, other unprintable characters (controls,
     bidi overrides, unpaired surrogates) escaped, at most `MAX_ERROR_CHARS`."""
     line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(message.split()))
     if len(line) > MAX_ERROR_CHARS:
         line = line[: MAX_ERROR_CHARS - 3] + "..."
-    typer.echo("error: " + line, err=True)
-    raise typer.Exit(code)
+    return line
 
 
 @dataclass(frozen=True)
@@ -168,23 +221,35 @@ def _principal(tenant: str, roles: list[str] | None, clearance: str, actor: str)
 
 
 @contextmanager
-def _memory(ctx: typer.Context) -> Iterator[Memory]:
+def _memory(ctx: typer.Context, create: bool = False) -> Iterator[Memory]:
+    """The store the options name, open for one command. A command that only reads (or acts
+    on what is stored) refuses a store that does not exist (`create`: `init` and the writes
+    make it). What the library tells the caller (`situated.notices`) is printed on stderr,
+    `warning: ...` one line each, when the command's work is done."""
     from situated import arguments as args
     from situated.memory import Memory
+    from situated.notices import collected, lines, summarised
     from situated.store.contract import is_postgres
 
     settings: Settings = ctx.obj
     location = args.path(settings.db, "db")
-    if not is_postgres(location) and not Path(location).parent.exists():
-        raise InvalidInput("db", f"directory {str(Path(location).parent)!r} does not exist")
+    if not is_postgres(location):
+        if not Path(location).parent.exists():
+            raise InvalidInput("db", f"directory {str(Path(location).parent)!r} does not exist")
+        if not create and not Path(location).exists():
+            raise InvalidInput("db", f"no store at {location!r}: create it with `situated "
+                               "init` (or any write: add, import, learn)")
     mem = Memory(location,
                  embedder=settings.embedder or _stored_embedder(location) or DEFAULT_EMBEDDER,
                  reconstructor=settings.reconstructor or DEFAULT_RECONSTRUCTOR,
                  settings=settings.config)
     try:
-        yield mem
+        with collected() as notices:
+            yield mem
     finally:
         mem.close()
+    for line in lines(summarised(notices)):
+        typer.echo("warning: " + _one_line(line), err=True)
 
 
 def _stored_embedder(location: str) -> str | None:
@@ -260,9 +325,16 @@ def _state(text: str | None, facts: list[str] | None) -> State | None:
     return validate_input("state", lambda: State(text or "", facts=parsed))
 
 
-def _split(values: list[str] | None) -> list[str]:
-    """Repeatable options that also accept comma-separated lists."""
-    return [v.strip() for raw in values or () for v in raw.split(",") if v.strip()]
+def _split(values: list[str] | None, option: str) -> list[str]:
+    """Repeatable options that also accept comma-separated lists; an empty value (`''`,
+    `a,,b`) is refused, never dropped."""
+    out = []
+    for raw in values or ():
+        for v in raw.split(","):
+            if not v.strip():
+                raise typer.BadParameter(f"an empty value in {raw!r:.60}", param_hint=option)
+            out.append(v.strip())
+    return out
 
 
 # -- output ----------------------------------------------------------------------------------
@@ -389,8 +461,9 @@ def _record_rows(rec: MemoryRecord) -> list[tuple[str, Any]]:
         ("action", src.action),
         ("outcome", {"success": src.outcome.success, "reward": src.outcome.reward}),
         ("conditions", list(rec.conditions)),
-        ("valid", f"{_iso(rec.validity.valid_from)} .. {_iso(rec.validity.valid_until)}"),
-        ("recorded at", _iso(rec.validity.recorded_at)),
+        ("valid", f"{_iso(rec.validity.valid_from_ts)} .. "
+                  f"{_iso(rec.validity.valid_until_ts)}"),
+        ("recorded at", _iso(rec.validity.recorded_at_ts)),
         ("counters", asdict(rec.counters)),
         ("utility", f"{rec.utility:.3f}"),
     ]
@@ -417,7 +490,8 @@ def _events_table(title: str, events: Iterable[LedgerEvent]) -> Table:
     for ev in events:
         target = "\n".join(x for x in (ev.memory_id, ev.recall_id) if x) or "-"
         table.add_row(
-            str(ev.seq), _iso(ev.at).replace("T", " ").removesuffix("+00:00"), ev.event.value,
+            str(ev.seq), ev.at.isoformat(sep=" ", timespec="seconds").removesuffix("+00:00"),
+            ev.event.value,
             target, Text(ev.actor), Text(ev.reason),
         )
     return table

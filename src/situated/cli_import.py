@@ -66,7 +66,7 @@ def import_file(
     source = "-" if str(file) == "-" else file
     if source != "-" and not file.is_file():
         raise InvalidInput("file", f"no such file: {str(file)!r:.80}")
-    with _memory(ctx) as mem:
+    with _memory(ctx, create=True) as mem:
         if source == "-":
             stream = typer.get_text_stream("stdin")
             report = mem.import_records(stream, principal=me, batch_size=batch_size,

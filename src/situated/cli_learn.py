@@ -76,7 +76,7 @@ def add_conversation(
     unknown = set(data) - {"messages", "session", "namespace"}
     if unknown:
         raise InvalidInput("messages", f"unknown fields: {', '.join(sorted(unknown))}")
-    with _memory(ctx) as mem:
+    with _memory(ctx, create=True) as mem:
         req = validate_input("", lambda: ConversationRequest(
             messages=data["messages"], session=session or data.get("session"),
             namespace=namespace or data.get("namespace"), extractor=extractor,

@@ -1,6 +1,7 @@
 """The CLI's doors for agents: API keys (`situated keys ...`), the HTTP server (`situated
 serve`) and the MCP server over stdio (`situated mcp`). Registered on `situated.cli.app`."""
 
+from datetime import datetime
 from typing import Annotated
 
 import typer
@@ -52,9 +53,9 @@ def keys_create(
     from situated.service import Pool, Service
     from situated.service.models import KeyCreate
 
-    with _memory(ctx) as mem:
+    with _memory(ctx, create=True) as mem:
         doc = Service(Pool.of(mem)).create_key(
-            KeyCreate(tenant=tenant, roles=_split(role), clearance=clearance, actor=name,
+            KeyCreate(tenant=tenant, roles=_split(role, "--role"), clearance=clearance, actor=name,
                       label=label), actor=actor)
     _print_key(f"key {doc.id} (its secret is shown only now)", doc.model_dump(mode="json"),
                _for_people(plain, as_json))
@@ -78,12 +79,17 @@ def keys_list(
     if _for_people(plain, as_json):
         table = Table(title="api keys", title_justify="left")
         for col in ("id", "tenant", "roles", "clearance", "actor", "created", "revoked"):
-            table.add_column(col, no_wrap=True)
+            # names wrap, never cut at the terminal's width; ids and times stay whole
+            table.add_column(col, no_wrap=col in ("id", "clearance", "created", "revoked"),
+                             overflow="fold")
         for d in docs:
             table.add_row(d.id, Text(d.tenant), Text(", ".join(d.roles) or "-"), d.clearance,
-                          Text(d.actor), d.created_at.isoformat(timespec="seconds"),
-                          d.revoked_at.isoformat(timespec="seconds") if d.revoked_at else "-")
-        _console().print(table)
+                          Text(d.actor), _minute(d.created_at),
+                          _minute(d.revoked_at) if d.revoked_at else "-")
+        console = _console()
+        if not console.is_terminal:  # a file or a pipe has no width to keep to
+            console = _console(width=160)
+        console.print(table)
         return
     for d in docs:
         _emit(d.model_dump(mode="json"))
@@ -104,6 +110,11 @@ def keys_revoke(
     with _memory(ctx) as mem:
         doc = Service(Pool.of(mem)).revoke_key(key_id, actor=actor, reason=reason)
     _print_key(f"revoked {key_id}", doc.model_dump(mode="json"), _for_people(plain, as_json))
+
+
+def _minute(at: datetime) -> str:
+    """A key's time for people: UTC, to the minute (`2026-01-31 09:05`)."""
+    return at.strftime("%Y-%m-%d %H:%M")
 
 
 def _print_key(title: str, doc: dict[str, object], people: bool) -> None:
@@ -161,7 +172,7 @@ def serve(
                    f"  dashboard  http://{host}:{port}/login\n"
                    f"  acme key   {filled.reviewer_key}   (reviewer, operator, admin)\n"
                    f"  globex key {filled.other_tenant_key}   (the other tenant)")
-    with _memory(ctx) as mem:  # checks the path and binds the embedder before forking
+    with _memory(ctx, create=True) as mem:  # checks the path, binds the embedder, then forks
         mem.store.bind_embedder(mem.embedder.model_ref, mem.embedder.dim)
         embedder = mem.embedder.model_ref.split("@", 1)[0]
     os.environ.update({
@@ -199,7 +210,7 @@ def mcp_stdio(
     from situated.mcp_server import build_server, fixed_principal, key_principal
     from situated.service import Pool, Service
 
-    with _memory(ctx) as mem:
+    with _memory(ctx, create=True) as mem:
         service = Service(Pool.of(mem), inferred_feedback=not no_inferred)
         if key is not None:
             if service.principal_for(key) is None:
@@ -209,7 +220,8 @@ def mcp_stdio(
             raise InvalidInput("tenant", "name the principal: --tenant (or SITUATED_TENANT), "
                                "or --key")
         else:
-            principal_of = fixed_principal(_principal(tenant, _split(role), clearance, actor))
+            principal_of = fixed_principal(
+                _principal(tenant, _split(role, "--role"), clearance, actor))
         build_server(service, principal_of).run("stdio")
 
 

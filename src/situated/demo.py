@@ -12,6 +12,7 @@ from recall.
 
 import tempfile
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -21,7 +22,7 @@ from rich.text import Text
 
 from situated.errors import SituatedError
 from situated.memory import Memory
-from situated.models import OPEN_END, LifecycleState, MemoryRecord, Principal, State, from_epoch
+from situated.models import LifecycleState, MemoryRecord, Principal, State
 from situated.recall.briefing import Briefing, RejectionReason
 from situated.recall.reconstruct import Policy
 from situated.store.ledger import EventType, LedgerEvent
@@ -442,7 +443,9 @@ def _follow_ups(
     for ev in events:
         data = ", ".join(f"{k}={v}" for k, v in sorted(ev.data.items()))
         console.print(Text.assemble(
-            (f"ledger seq {ev.seq} ", "bold"), f"{ev.event.value} free_month by {ev.actor}: ",
+            # `seq` of a memory's history counts its own events (the ledger table of step
+            # 11 numbers every event acme may see): named as such, never as a ledger seq
+            (f"free_month's event {ev.seq} ", "bold"), f"{ev.event.value} by {ev.actor}: ",
             (ev.reason, "italic"), f" ({data})",
         ))
     again = mem.recall(PRESENT, principal=who, namespace=NAMESPACE,
@@ -622,8 +625,8 @@ def _facts_table(console: Console, facts: list[MemoryRecord], ids: dict[str, str
     console.print(table)
 
 
-def _day(ts: float) -> str:
-    return "open" if ts >= OPEN_END else from_epoch(ts).date().isoformat()
+def _day(at: datetime | None) -> str:
+    return "open" if at is None else at.date().isoformat()
 
 
 def _present_panel(console: Console) -> None:

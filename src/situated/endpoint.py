@@ -7,6 +7,12 @@ attempt, and the standard `OPENAI_BASE_URL` / `OPENAI_API_KEY` when no base URL 
 given. The answer's body is validated here, not by the client, so a server that answers
 something malformed is a `ModelError` like any other failure.
 
+A dead endpoint costs one short wait per process per interval, not one per call: connecting
+may take at most `CONNECT_TIMEOUT` seconds, and once a request to a URL finds no server (no
+connection, or a timeout) every request to that URL in this process fails at once
+(`ModelError`, "skipped") for `PAUSE_SECONDS`; then one request tries again. A server that
+answers, even with an error, is not paused (the next request may well succeed).
+
 Nothing touches the network, and `openai` is not imported, at import or construction.
 """
 
@@ -15,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from situated.errors import InvalidInput, ModelError
@@ -27,6 +34,58 @@ DEFAULT_MAX_RETRIES = 2
 """Retries after the first attempt (the `openai` client's own default)."""
 MAX_RETRIES = 10
 _ROUTES = ("chat/completions", "embeddings")
+CONNECT_TIMEOUT = 3.0
+"""Seconds allowed to connect (at most the call's own timeout): a host that does not answer
+costs this, not the whole timeout."""
+PAUSE_SECONDS = 30.0
+"""How long a URL that failed is skipped in this process before it is tried again."""
+
+
+_PAUSED: dict[str, tuple[float, str]] = {}
+"""The URLs that failed in this process: when each may be tried again, and why it failed."""
+_PAUSED_LOCK = threading.Lock()
+
+
+def _check_paused(url: str) -> None:
+    """Raise `ModelError` while `url` is paused; once the pause is over, let this one request
+    through (and keep the others paused while it tries)."""
+    with _PAUSED_LOCK:
+        entry = _PAUSED.get(url)
+        if entry is None:
+            return
+        until, error = entry
+        now = time.monotonic()
+        if now >= until:
+            _PAUSED[url] = (now + PAUSE_SECONDS, error)
+            return
+    raise ModelError(f"{url} skipped for {until - now:.0f}s more: it failed in this process "
+                     f"({error})")
+
+
+def _failed(url: str, error: str) -> None:
+    with _PAUSED_LOCK:
+        _PAUSED[url] = (time.monotonic() + PAUSE_SECONDS, error[:200])
+
+
+def _answered(url: str) -> None:
+    with _PAUSED_LOCK:
+        _PAUSED.pop(url, None)
+
+
+def resume(url: str | None = None) -> None:
+    """Try `url` (None: every URL) again from the next request, paused or not."""
+    with _PAUSED_LOCK:
+        if url is None:
+            _PAUSED.clear()
+        else:
+            _PAUSED.pop(url, None)
+
+
+def paused(url: str) -> str | None:
+    """Why `url` is skipped by this process now (it failed within `PAUSE_SECONDS`), or None."""
+    with _PAUSED_LOCK:
+        entry = _PAUSED.get(url)
+    return None if entry is None or entry[0] <= time.monotonic() else entry[1]
 
 
 def endpoint_url(base_url: str | None, path: str) -> str:
@@ -123,7 +182,8 @@ class Endpoint:
                 self._client = openai.OpenAI(
                     base_url=self._base_url,
                     api_key=key or "unused",
-                    timeout=self.timeout,
+                    timeout=openai.Timeout(self.timeout,
+                                          connect=min(self.timeout, CONNECT_TIMEOUT)),
                     max_retries=self.max_retries,
                 )
             return self._client
@@ -132,6 +192,7 @@ class Endpoint:
         """POST JSON; returns the JSON object answered, or raises `ModelError`."""
         import openai
 
+        _check_paused(self.url)
         client = self._openai()
         if self._keyless:  # a local server without a key: no Authorization header at all
             body = body | {"extra_headers": {"Authorization": openai.Omit()}}
@@ -142,17 +203,21 @@ class Endpoint:
             else:
                 raw = client.chat.completions.with_raw_response.create(**body)
             text = raw.text
-        except openai.APITimeoutError as exc:
+        except openai.APITimeoutError as exc:  # (a subclass of APIConnectionError)
+            _failed(self.url, f"timed out after {self.timeout}s")
             raise ModelError(f"{self.url} timed out after {self.timeout}s ({attempts})") from exc
         except openai.APIStatusError as exc:
+            _answered(self.url)
             raise ModelError(
                 f"{self.url} returned HTTP {exc.status_code} ({attempts}): "
                 f"{exc.response.text[:200]!r}"
             ) from exc
         except openai.APIConnectionError as exc:
+            _failed(self.url, f"no connection: {exc}")
             raise ModelError(f"{self.url} failed ({attempts}): {exc}") from exc
         except openai.OpenAIError as exc:
             raise ModelError(f"{self.url} failed: {exc}") from exc
+        _answered(self.url)
         try:
             payload = json.loads(text)
         except ValueError as exc:

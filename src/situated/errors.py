@@ -1,8 +1,28 @@
-"""Exceptions raised by situated.
+"""Exceptions raised by situated, and the warnings it gives.
 
 Two families, as callers need to tell them apart: `UsageError` is a mistake in how the library was
 called (fix the call); `SituatedRuntimeError` is a failure of something the library depends on
 (retry, or look at `health`).
+
+    SituatedError
+    +-- UsageError
+    |   +-- InvalidInput (field, message; also a ValueError)
+    |   |   +-- ConditionSyntaxError
+    |   +-- NotFound (also a LookupError)
+    |   +-- PermissionDenied
+    |   +-- FeedbackConflict
+    |   +-- EmbedderMismatch
+    |   +-- UnknownPlugin (also a KeyError)
+    |   +-- MissingExtra (situated.extras; also an ImportError)
+    +-- SituatedRuntimeError (also a RuntimeError)
+        +-- StoreBusy
+        +-- StoreFailure (code)
+        +-- ModelError
+
+    SituatedWarning (a UserWarning: message, memory_id)
+    +-- UnservableWarning, SupersessionWarning, RedactionWarning, HeldForReviewWarning,
+        ProposalRejectedWarning (RefusedWarning), ProbationWarning, DuplicateWarning,
+        ModelFallbackWarning
 """
 
 from __future__ import annotations
@@ -75,22 +95,29 @@ class ModelError(SituatedRuntimeError):
 
 
 class SituatedWarning(UserWarning):
-    """Base of situated's warnings: something was stored, but not quite as the writer may think."""
+    """Base of situated's warnings: something happened that the caller should know (a write
+    stored, held, redacted or merged; a configured model that failed over to its fallback).
+
+    Every door hands them to its caller (`situated.notices`): Python as `warnings` at the
+    call, the CLI as `warning:` lines on stderr, HTTP and MCP in the response (`warnings`).
+
+    Attributes:
+        message: the one-line text.
+        memory_id: the memory it is about (the one the caller gets back), if any.
+    """
+
+    def __init__(self, message: str, memory_id: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.memory_id = memory_id
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class UnservableWarning(SituatedWarning):
     """A memory was stored that recall can never serve as written (e.g. a lesson with neither
     a source state nor conditions, or one already expired)."""
-
-
-class HeldForReviewWarning(SituatedWarning):
-    """A proposal was stored but held for review (PROPOSED): the message says why and who
-    can approve it; recall will not serve it until a reviewer promotes it."""
-
-
-class RefusedWarning(SituatedWarning):
-    """A proposal was refused at write (REJECTED, kept in the ledger, never recallable): the
-    message says why."""
 
 
 class ProbationWarning(SituatedWarning):
@@ -104,3 +131,26 @@ class SupersessionWarning(SituatedWarning):
 
 class RedactionWarning(SituatedWarning):
     """The secrets gate replaced spans of a proposal with `[REDACTED:<kind>]` before storage."""
+
+
+class HeldForReviewWarning(SituatedWarning):
+    """A proposal was stored but held for review (PROPOSED): a gate or the promotion policy
+    held it, and recall does not serve it until a reviewer promotes it."""
+
+
+class ProposalRejectedWarning(SituatedWarning):
+    """A gate rejected a proposal: it is kept in the ledger (REJECTED), never recalled."""
+
+
+class DuplicateWarning(SituatedWarning):
+    """A proposal restated a stored memory of the same scope: that memory was reinforced
+    and returned; nothing new was stored."""
+
+
+RefusedWarning = ProposalRejectedWarning
+"""Another name of `ProposalRejectedWarning`: a proposal refused at write."""
+
+
+class ModelFallbackWarning(SituatedWarning):
+    """A configured model (reconstructor, distiller, extractor) failed and its fallback ran
+    instead; the failure is recorded and counted in `health`."""

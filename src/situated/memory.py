@@ -10,7 +10,6 @@ import logging
 import os
 import re
 import uuid
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
@@ -33,7 +32,6 @@ from situated.errors import (
     InvalidInput,
     NotFound,
     PermissionDenied,
-    UnservableWarning,
     UsageError,
 )
 from situated.learning.inferred import INFERRED_DIGEST, record_inferred
@@ -59,20 +57,22 @@ from situated.models import (
     State,
     Validity,
     _as_invalid,
+    as_state,
     content_fingerprint,
+    from_epoch,
     parse_authority,
     parse_kind,
     to_epoch,
     utcnow,
     validate_input,
 )
+from situated.notices import reported
 from situated.reader.subjects import key_of
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.analysis import stored_form
 from situated.recall.briefing import Briefing
 from situated.recall.pipeline import RecallRequest, run_recall
 from situated.recall.reconstruct import Policy, Reconstructor, get_reconstructor
-from situated.recall.reconstruct.prechecks import never_served
 from situated.store import recall_reads
 from situated.store.ann import DEFAULT_ROWS as DEFAULT_ANN_ROWS
 from situated.store.contract import StoreContract, open_store
@@ -168,6 +168,11 @@ class Health:
     unanalysed: int = 0
     """Memories (not erased) not yet analysed by this version, judged from their text until
     the next open fills it in (`situated.recall.analysis`; not a fault)."""
+    failing: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Components that failed repeatedly of late (at least `REPEATED_FAILURES` in the last
+    `FAILURE_WINDOW` seconds, any process): each with its `endpoint` (a model's URL, when it
+    has one), its `failures` in the window, the `last_at` (ISO 8601) and `last_error`.
+    Any of them makes `ok` false."""
 
 
 class Memory:
@@ -317,6 +322,7 @@ class Memory:
 
     # -- writing ----------------------------------------------------------------------------
 
+    @reported
     def add(
         self,
         content: str,
@@ -324,7 +330,7 @@ class Memory:
         principal: Principal,
         kind: Kind | str = Kind.LESSON,
         namespace: str = "default",
-        state: State | str | None = None,
+        state: State | str | Mapping[str, Any] | None = None,
         action: str | None = None,
         success: bool | None = None,
         reward: float | None = None,
@@ -376,11 +382,12 @@ class Memory:
         """Gates, dedupe, insert, then promotion: the one write path for durable memory."""
         self.store.bind_embedder(self.embedder.model_ref, self.embedder.dim)
         prepared = self._writer.prepare(
-            [Proposal(rec, source_classification, trace)], principal, reason, stacklevel=4
+            [Proposal(rec, source_classification, trace)], principal, reason
         )
         with self.store.transaction():
             return self._writer.commit(prepared)[0]
 
+    @reported
     def add_many(
         self,
         items: Iterable[Mapping[str, Any]],
@@ -415,6 +422,7 @@ class Memory:
                 out.extend(self._writer.commit(chunk))
         return out
 
+    @reported
     def import_records(
         self,
         lines: Iterable[str],
@@ -436,12 +444,18 @@ class Memory:
         args.principal(principal)
         args.integer(batch_size, "batch_size", 1, 10_000)
         args.integer(start_line, "start_line", 1, 1 << 62)
+        if isinstance(lines, str | bytes) or not isinstance(lines, Iterable):
+            raise InvalidInput("lines", "must be an iterable of text lines (an open file, a "
+                               f"list of strings), got {type(lines).__name__}")
+        if progress is not None:
+            args.callable_of(progress, "progress", 1)
         return import_lines(self, lines, principal, batch_size=batch_size,
                             start_line=start_line, progress=progress)
 
     def _build(
         self, content: str, principal: Principal, kind: Kind | str, namespace: str,
-        state: State | str | None, action: str | None, success: bool | None,
+        state: State | str | Mapping[str, Any] | None, action: str | None,
+        success: bool | None,
         reward: float | None, episode_id: str | None, step: int | None,
         evidence: Sequence[str], conditions: Sequence[str], entity: str | None,
         attribute: str | None, value: FactValue, multi_valued: bool, roles: Iterable[str],
@@ -453,10 +467,7 @@ class Memory:
         args.text(content, "content", MAX_CONTENT_CHARS, required=True)
         k = parse_kind(kind)
         _check_namespace(namespace)
-        if isinstance(state, str):
-            state = State(state)
-        if state is not None and not isinstance(state, State):
-            raise InvalidInput("state", "must be a State, a string or None")
+        state = None if state is None else as_state(state)
         args.optional_text(action, "action")
         args.optional_flag(success, "success")
         args.optional_number(reward, "reward")
@@ -532,19 +543,18 @@ class Memory:
                 multi_valued=multi_valued,
                 scope=scope,
                 authority=auth,
-                validity=Validity(valid_from=start, valid_until=end, recorded_at=now),
+                validity=Validity(valid_from=from_epoch(start),
+                                  valid_until=None if end >= OPEN_END else from_epoch(end),
+                                  recorded_at=from_epoch(now)),
                 state=LifecycleState.PROPOSED,
                 policy_version=policy_version,
                 fingerprint=content_fingerprint(scope.tenant, scope.namespace, k, content),
                 proposed_by=principal.name,
             ),
         )
-        why = never_served(rec)
-        if why:
-            warnings.warn(f"{why}; it is stored, but recall will never serve it as it stands",
-                          UnservableWarning, stacklevel=3)
         return rec
 
+    @reported
     def promote(
         self, memory_id: str, *, reviewer: Principal, reason: str = "approved"
     ) -> MemoryRecord:
@@ -596,6 +606,7 @@ class Memory:
         recorded."""
         return _gates_of(self.history(memory_id, principal=principal))
 
+    @reported
     def learn(
         self,
         trajectory: Trajectory | Mapping[str, Any] | str,
@@ -658,6 +669,7 @@ class Memory:
             for rec, d in zip(records, drafts, strict=True)
         ]
 
+    @reported
     def add_conversation(
         self,
         messages: Any,
@@ -723,9 +735,10 @@ class Memory:
 
     # -- recall -----------------------------------------------------------------------------
 
+    @reported
     def recall(
         self,
-        state: State | str,
+        state: State | str | Mapping[str, Any],
         *,
         principal: Principal,
         intent: str = "",
@@ -739,7 +752,8 @@ class Memory:
         """Compile guidance for the present state.
 
         Args:
-            state: the present situation (text and facts).
+            state: the present situation: a `State`, its text, or `{"text": ...,
+                "facts": {...}}`.
             principal: who asks; only memories it may read are considered.
             intent: what the agent is trying to do, used for retrieval.
             namespace: restrict to one namespace (task family); None searches all.
@@ -752,10 +766,7 @@ class Memory:
         Returns:
             A Briefing: mode, guidance items with scores and ids, typed rejections.
         """
-        if isinstance(state, str):
-            state = State(state)
-        if not isinstance(state, State):
-            raise InvalidInput("state", "must be a State or a string")
+        state = as_state(state)
         args.principal(principal)
         args.integer(k, "k", 1, MAX_K)
         args.integer(budget_tokens, "budget_tokens", 1, MAX_BUDGET_TOKENS)
@@ -788,6 +799,7 @@ class Memory:
 
     # -- feedback ---------------------------------------------------------------------------
 
+    @reported
     def feedback(
         self,
         recall_id: str,
@@ -913,7 +925,7 @@ class Memory:
         """A newer active value of `rec`'s (entity, attribute) in exactly `rec`'s scope."""
         if rec.entity is None or rec.attribute is None or rec.multi_valued:
             return None
-        if rec.validity.valid_until <= utcnow():
+        if rec.validity.valid_until_ts <= utcnow():
             return None  # already closed
         if rec.state not in (LifecycleState.ACTIVE, LifecycleState.LOW_VALUE,
                              LifecycleState.INVALIDATED):
@@ -923,7 +935,7 @@ class Memory:
         )):
             if (other.id != rec.id and other.scope.roles == rec.scope.roles
                     and other.scope.classification == rec.scope.classification
-                    and other.validity.recorded_at > rec.validity.recorded_at):
+                    and other.validity.recorded_at_ts > rec.validity.recorded_at_ts):
                 return other
         return None
 
@@ -966,10 +978,10 @@ class Memory:
         t = to_epoch(as_of, "as_of")
         k = to_epoch(known_at, "known_at")
         rec = self.store.get(memory_id, Eligibility.for_inspection(principal))
-        if t is not None and not rec.validity.valid_from <= t < rec.validity.valid_until:
+        if t is not None and not rec.validity.valid_from_ts <= t < rec.validity.valid_until_ts:
             raise NotFound(f"{memory_id} was not valid at {as_of}")
         if k is not None:
-            if rec.validity.recorded_at > k:
+            if rec.validity.recorded_at_ts > k:
                 raise NotFound(f"{memory_id} was not recorded yet at {known_at}")
             folded = replay(
                 self.store.history(memory_id, Eligibility.for_inspection(principal), known_at=k)
@@ -1070,7 +1082,7 @@ class Memory:
 
     def recall_outcomes(
         self, *, principal: Principal, limit: int = 500
-    ) -> builtins.list[tuple[float, builtins.list[str]]]:
+    ) -> builtins.list[tuple[datetime, builtins.list[str]]]:
         """(time, served verdicts and rejection reasons) of the recalls the principal may
         see, newest first: a recall's briefing without its record (charts)."""
         args.principal(principal)
@@ -1152,9 +1164,10 @@ class Memory:
             resident = self.store.resident.describe() | {
                 "mismatches": self.store.resident.verify()
             }
+        failing = self._failing()
         return Health(
             ok=integrity == "ok" and orphans == 0 and not report.mismatched
-            and resident["mismatches"] == 0,
+            and resident["mismatches"] == 0 and not failing,
             integrity=integrity,
             orphan_records=orphans,
             ledger_mismatches=len(report.mismatched),
@@ -1163,7 +1176,28 @@ class Memory:
             path=self.store.path,
             resident=resident,
             unanalysed=self.store.count_unanalysed(ANALYSIS_VERSION, SYSTEM),
+            failing=failing,
         )
+
+    def _failing(self) -> dict[str, dict[str, Any]]:
+        """The components that failed `REPEATED_FAILURES` times or more in the last
+        `FAILURE_WINDOW` seconds (recorded by any process), with the endpoint each calls:
+        the configured one for a component this `Memory` holds, else the URL its last error
+        names."""
+        recent = self.store.recent_failures(utcnow() - FAILURE_WINDOW, SYSTEM)
+        configured = {f"reconstructor:{self.reconstructor.name}":
+                      getattr(self.reconstructor, "url", None)}
+        out: dict[str, dict[str, Any]] = {}
+        for component, (n, at, error) in sorted(recent.items()):
+            if n < REPEATED_FAILURES:
+                continue
+            url = configured.get(component)
+            named = _URL.search(error)
+            out[component] = {
+                "endpoint": url if isinstance(url, str) else (named[0] if named else None),
+                "failures": n, "last_at": from_epoch(at).isoformat(), "last_error": error,
+            }
+        return out
 
     def rebuild(self, *, repair: bool = False) -> RebuildReport:
         """Replay the ledger and compare (or repair) stored lifecycle states and counters."""
@@ -1216,6 +1250,10 @@ def _check_namespace(namespace: Any) -> None:
         validate_input("", lambda: Scope(tenant="t", namespace=namespace))
 
 
+REPEATED_FAILURES = 3
+"""Failures of one component within `FAILURE_WINDOW` that make `health` not ok."""
+FAILURE_WINDOW = 15 * 60.0
+_URL = re.compile(r"https?://[^\s'\"()]+")
 MAX_RESIDENT_MB = 1_000_000
 MAX_ANN_ROWS = 2**40
 MAX_BATCH_ITEMS = 1_000_000

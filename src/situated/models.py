@@ -282,6 +282,32 @@ class State(_Frozen):
         return _digest(self.describe())
 
 
+STATE_FIELDS = frozenset({"text", "facts"})
+
+
+def as_state(value: Any, field: str = "state") -> State:
+    """A situation in any of its one shape's spellings: a `State`, its text alone, or the
+    mapping `{"text": ..., "facts": {...}}` (either key may be left out), as every door takes
+    it; anything else is an `InvalidInput` naming `field`."""
+    if isinstance(value, State):
+        return value
+    if isinstance(value, str):
+        return State(value)
+    if isinstance(value, Mapping):
+        unknown = sorted(str(k) for k in value if k not in STATE_FIELDS)
+        if unknown:
+            raise InvalidInput(f"{field}.{unknown[0]:.40}", "unknown argument; accepted: text, "
+                               "facts")
+        text, facts = value.get("text", ""), value.get("facts")
+        if not isinstance(text, str):
+            raise InvalidInput(f"{field}.text", "must be text")
+        try:
+            return State(text, facts={} if facts is None else facts)
+        except InvalidInput as exc:  # State names itself `state`
+            raise InvalidInput(field + exc.field.removeprefix("state"), exc.message) from None
+    raise InvalidInput(field, "must be a State, its text, or {\"text\": ..., \"facts\": {...}}")
+
+
 class Outcome(_Frozen):
     """What happened when the action was taken in the source state."""
 
@@ -332,11 +358,40 @@ def role_key(roles: frozenset[str] | set[str]) -> str:
 
 
 class Validity(_Frozen):
-    """World-time validity (`valid_from`, `valid_until`) and transaction time (`recorded_at`)."""
+    """World-time validity (`valid_from`, `valid_until`) and transaction time (`recorded_at`),
+    as aware UTC datetimes; `valid_until` is None while the memory holds with no end. (Given
+    as epoch seconds, a time is read as such: `OPEN_END` is no end.) The `*_ts` properties
+    are the same times as epoch seconds, as the store keeps them."""
 
-    valid_from: float
-    valid_until: float = OPEN_END
-    recorded_at: float
+    valid_from: datetime
+    valid_until: datetime | None = None
+    recorded_at: datetime
+
+    @field_validator("valid_from", "valid_until", "recorded_at", mode="before")
+    @classmethod
+    def _time(cls, v: Any) -> Any:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return None if v >= OPEN_END else from_epoch(float(v))
+        if isinstance(v, datetime) and v.tzinfo is None:
+            return v.replace(tzinfo=UTC)
+        return v
+
+    @property
+    def valid_from_ts(self) -> float:
+        return self.valid_from.timestamp()
+
+    @property
+    def valid_until_ts(self) -> float:
+        """`OPEN_END` when open-ended."""
+        return OPEN_END if self.valid_until is None else self.valid_until.timestamp()
+
+    @property
+    def recorded_at_ts(self) -> float:
+        return self.recorded_at.timestamp()
+
+    @property
+    def open_ended(self) -> bool:
+        return self.valid_until is None
 
 
 @dataclass(frozen=True)

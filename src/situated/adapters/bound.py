@@ -10,14 +10,13 @@ on the same `Memory` through any `BoundMemory` holds that `Memory`'s lock.
 from __future__ import annotations
 
 import threading
-import warnings
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from situated import arguments as args
-from situated.errors import InvalidInput, SituatedWarning
+from situated.errors import InvalidInput
 from situated.memory import FeedbackResult, Memory
 from situated.models import (
     Authority,
@@ -28,13 +27,12 @@ from situated.models import (
     State,
     validate_input,
 )
+from situated.notices import collected, lines
 from situated.recall.briefing import Briefing
 from situated.recall.reconstruct import Policy
 
 _LOCKS: weakref.WeakKeyDictionary[Memory, threading.RLock] = weakref.WeakKeyDictionary()
 _LOCKS_LOCK = threading.Lock()
-# `warnings.catch_warnings` swaps process-wide state: one capture at a time
-_WARNINGS_LOCK = threading.Lock()
 # kinds a tool may write; a fact needs entity and attribute, which tools do not ask for
 TOOL_KINDS = (Kind.NOTE, Kind.PREFERENCE, Kind.LESSON)
 
@@ -55,7 +53,8 @@ class Remembered:
     Attributes:
         record: the stored record (ACTIVE if promoted, PROPOSED if held for review,
             REJECTED if a gate refused it), or an existing one it reinforced.
-        warnings: the `SituatedWarning`s the write raised (redaction, never servable, ...).
+        warnings: what the write's `SituatedWarning`s said (held for review, redacted,
+            merged into a stored twin, never servable, ...), one line each.
     """
 
     record: MemoryRecord
@@ -126,7 +125,7 @@ class BoundMemory:
             The `Briefing`.
         """
         state = situation if isinstance(situation, State) else self.state(situation, facts)
-        with self._lock:
+        with self._lock, collected():  # a fallback's warning is the briefing's `warnings`
             return self.memory.recall(
                 state, principal=self.principal, intent=intent, namespace=self.namespace,
                 k=self.k, budget_tokens=self.budget_tokens, policy=self.policy,
@@ -164,20 +163,13 @@ class BoundMemory:
         state = None if situation is None else self.state(situation, facts)
         if state is None and facts:
             raise InvalidInput("facts", "facts describe a situation: give `situation` too")
-        with self._lock, _WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", SituatedWarning)
+        with self._lock, collected() as notices:
             rec = self.memory.add(
                 content, principal=self.principal, kind=chosen,
                 namespace=self.namespace or "default", state=state, action=action,
                 success=success, conditions=conditions, authority=self.authority,
             )
-        said = []
-        for w in caught:
-            if issubclass(w.category, SituatedWarning):
-                said.append(str(w.message))
-            else:  # not ours: pass it on as it was raised
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        return Remembered(rec, tuple(said))
+        return Remembered(rec, tuple(lines(notices)))
 
     def feedback(
         self, recall_id: str, *, success: bool, used: Sequence[str] = (), cited: str | None = None
@@ -200,8 +192,9 @@ class BoundMemory:
 
 
 def briefing_summary(briefing: Briefing) -> dict[str, Any]:
-    """A briefing as JSON-ready data for a tool's answer: the rendered, quoted guidance and the
-    ids an agent needs for feedback."""
+    """A briefing as JSON-ready data for a tool's answer: the rendered, quoted guidance, the
+    ids an agent needs for feedback, and the notes (a model that failed over, proposals
+    waiting for review)."""
     return {
         "recall_id": briefing.recall_id,
         "mode": briefing.mode.value,
@@ -212,6 +205,7 @@ def briefing_summary(briefing: Briefing) -> dict[str, Any]:
             for i in briefing.items
         ],
         "briefing": briefing.render(),
+        "notes": briefing.notes(),
     }
 
 

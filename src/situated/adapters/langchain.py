@@ -26,12 +26,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
-from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
+from situated.extras import missing_extra
+
+try:  # the extra that provides it, named in one line when it is missing
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+except ModuleNotFoundError as exc:
+    raise missing_extra(exc, __name__) or exc from None
 from pydantic import ConfigDict
 
 from situated.adapters.bound import BoundMemory

@@ -28,7 +28,12 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from situated.extras import missing_extra
+
+try:  # the extra that provides it, named in one line when it is missing
+    from langchain_core.tools import BaseTool, StructuredTool, ToolException
+except ModuleNotFoundError as exc:
+    raise missing_extra(exc, __name__, "langgraph") or exc from None
 from pydantic import BaseModel
 
 from situated.adapters import tools as t

@@ -17,7 +17,12 @@ propagates to the SDK's own error handling.
 
 from __future__ import annotations
 
-from agents import FunctionTool, function_tool
+from situated.extras import missing_extra
+
+try:  # the extra that provides it, named in one line when it is missing
+    from agents import FunctionTool, function_tool
+except ModuleNotFoundError as exc:
+    raise missing_extra(exc, __name__) or exc from None
 
 from situated.adapters import tools as t
 from situated.adapters.bound import BoundMemory

@@ -10,16 +10,24 @@ session from a key, CSRF on every form.
 
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Annotated, Any
 
-import anyio
-from fastapi import Depends, FastAPI, Header, Path, Query
-from fastapi.responses import Response, StreamingResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from situated.extras import missing_extra
+
+try:  # the extra that provides it, named in one line when it is missing
+    import anyio
+    from fastapi import Depends, FastAPI, Header, Path, Query, Request
+    from fastapi.responses import Response, StreamingResponse
+    from fastapi.routing import APIRoute
+    from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+except ModuleNotFoundError as exc:
+    raise missing_extra(exc, __name__) or exc from None
 from pydantic import BaseModel
 
+from situated import arguments as args
 from situated.http.errors import ERROR_RESPONSES, Unauthenticated, install
 from situated.http.limits import MAX_BODY_BYTES, BodyLimit, DoorLimits, HeadLimit, KeyGuard
 from situated.http.sessions import McpLimits
@@ -99,6 +107,7 @@ def create_app(
         lifespan=lifespan,
         responses=ERROR_RESPONSES,
         docs_url=None, redoc_url=None,  # served from the package (`situated.http.docs`)
+        dependencies=[Depends(known_query)],
     )
     install(app)
     from situated.http import docs
@@ -140,7 +149,7 @@ def create_app(
     @app.post("/v1/recall", tags=["recall"], summary="Compile guidance for the present state",
         response_model=BriefingDoc)
     def recall(who: Who, req: RecallRequest, session: Session = None) -> Response:
-        return _send(service.recall(who, req, session))
+        return _send(service.recall(who, req, session, feedback_call))
 
     @app.post("/v1/feedback", tags=["recall"], summary="Report how a recalled task went",
         response_model=FeedbackDoc)
@@ -250,6 +259,29 @@ def create_app(
     door = limits or DoorLimits()
     app.add_middleware(HeadLimit, fields=door.head_fields, size=door.head_bytes)
     return app
+
+
+def known_query(request: Request) -> None:
+    """Refuse a query parameter an API route does not take (FastAPI drops it): 400 naming it
+    and the accepted ones, as for a body's unknown field."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or not route.path.startswith("/v1/"):
+        return
+    accepted, todo = [], [route.dependant]
+    while todo:  # the route's own query parameters and those of its dependencies
+        dependant = todo.pop()
+        accepted += [p.alias for p in dependant.query_params]
+        todo += dependant.dependencies
+    for name in request.query_params:
+        if name not in accepted:
+            raise args.unknown_argument(name, accepted)
+
+
+def feedback_call(recall_id: str, served: list[str]) -> str:
+    """The feedback request for a recall, as the rendered briefing spells it."""
+    body = json.dumps({"recall_id": recall_id, "success": True, "used": served})
+    return (f"POST /v1/feedback {body} (success false if the task failed; keep in used only "
+            "the ids you acted on)")
 
 
 def _send(doc: BaseModel | list[Any]) -> Response:

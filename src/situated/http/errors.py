@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from situated import arguments as args
 from situated.errors import (
     EmbedderMismatch,
     FeedbackConflict,
@@ -73,14 +74,31 @@ def _situated(_: Request, exc: Exception) -> JSONResponse:
 
 
 def _validation(_: Request, exc: Exception) -> JSONResponse:
+    """A body, query or path that does not validate: 400 naming the argument at fault. An
+    argument the request does not take names itself and the accepted ones; a body that is
+    not JSON is the `body`'s fault (pydantic's location there is a character offset)."""
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
-    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    first: dict[str, Any] = dict(errors[0]) if errors else {"loc": (), "msg": "invalid request"}
+    kind = first.get("type")
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
-    return JSONResponse(
-        error_body("InvalidInput", str(first.get("msg", "invalid")), ".".join(loc) or "body"),
-        400,
-    )
+    message = " ".join(str(first.get("msg", "invalid")).split())
+    if kind == "json_invalid":
+        at = first.get("loc", ())[-1:]
+        where = f" at character {at[0]}" if at and isinstance(at[0], int) else ""
+        detail = (first.get("ctx") or {}).get("error", "")
+        return JSONResponse(error_body(
+            "InvalidInput", f"not valid JSON{where}" + (f": {detail}" if detail else ""),
+            "body"), 400)
+    if kind == "unknown_argument":
+        ctx = first.get("ctx") or {}
+        refused = args.unknown_argument(str(ctx.get("name")),
+                                        str(ctx.get("accepted", "")).split(", "))
+        field = ".".join([*loc, refused.field])
+        return JSONResponse(error_body("InvalidInput", refused.message, field), 400)
+    if kind == "extra_forbidden" and loc:  # a query parameter's or a nested model's
+        message = "unknown argument"
+    return JSONResponse(error_body("InvalidInput", message, ".".join(loc) or "body"), 400)
 
 
 def _unauthenticated(_: Request, exc: Exception) -> JSONResponse:

@@ -139,7 +139,7 @@ class AttributeSchema:
             return  # facts supersede anyway
         older = [o for o in self._same_scope_key(rec)
                  if o.id != rec.id and o.value != rec.value
-                 and o.validity.recorded_at <= rec.validity.recorded_at]
+                 and o.validity.recorded_at_ts <= rec.validity.recorded_at_ts]
         if older:
             self._evidence(rec, actor, single=1,
                            why=f"stated as replacing an earlier value ({older[-1].id})")
@@ -217,17 +217,17 @@ class AttributeSchema:
             if (o.entity is not None and not o.multi_valued
                     and (o.scope.roles, o.scope.classification)
                     == (rec.scope.roles, rec.scope.classification)
-                    and o.validity.valid_until > utcnow()):
+                    and o.validity.valid_until_ts > utcnow()):
                 groups.setdefault((o.scope.namespace, o.entity), []).append(o)
         own = Eligibility(actor, states=ALL_STATES)
         for values in groups.values():
-            values.sort(key=lambda o: (o.validity.valid_from, o.validity.recorded_at))
+            values.sort(key=lambda o: (o.validity.valid_from_ts, o.validity.recorded_at_ts))
             newest = values[-1]
             for old in values[:-1]:
                 if old.value == newest.value:
                     continue
-                end = max(newest.validity.valid_from, old.validity.valid_from + 1e-6)
+                end = max(newest.validity.valid_from_ts, old.validity.valid_from_ts + 1e-6)
                 self.store.supersede(
-                    old.id, newest.id, min(end, old.validity.valid_until), own, actor.name,
+                    old.id, newest.id, min(end, old.validity.valid_until_ts), own, actor.name,
                     f"schema: {rec.attribute} learned single-valued (retroactive)",
                 )

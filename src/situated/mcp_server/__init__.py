@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.server.mcpserver import Context, MCPServer
-from starlette.types import ASGIApp
+from situated.extras import missing_extra
+
+try:  # the extra that provides it, named in one line when it is missing
+    from mcp.server.mcpserver import Context, MCPServer
+    from starlette.types import ASGIApp
+except ModuleNotFoundError as exc:
+    raise missing_extra(exc, __name__) or exc from None
 
 from situated.errors import PermissionDenied
 from situated.http.limits import PRINCIPAL

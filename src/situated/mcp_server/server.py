@@ -3,11 +3,19 @@
 One server definition for both transports: `situated mcp` runs it over stdio as the principal
 its launch configuration names; `situated serve` mounts it at `/mcp` (streamable HTTP), where
 each request's principal is its API key's. Every tool is one `Service` call, run in a worker
-thread; a domain error is a tool error reading `<ErrorName>: <field>: <message>`.
+thread.
+
+What a model reads is the text content, so it carries everything the protocol needs: `recall`
+answers with the rendered briefing (recall id, mode, each item's id, verdict and what was
+checked, each candidate not served with its reason, notes, and the exact `feedback` call);
+`remember` with what became of the memory and every warning of the write. An argument a tool
+does not take is refused, never dropped; every refusal is one line,
+`Error executing tool <tool>: <ErrorName>: <field>: <message>`.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from functools import partial
@@ -17,8 +25,10 @@ from anyio import to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp_types import Tool as MCPTool
+from pydantic import Field, ValidationError
 
+from situated import arguments as args
 from situated.errors import InvalidInput, SituatedError
 from situated.models import Principal
 from situated.service import Service
@@ -71,10 +81,43 @@ _PROCESS_SESSION = "stdio-" + uuid.uuid4().hex[:12]
 """The session of a stdio server: one client, one process."""
 
 
+class _Server(MCPServer):
+    """`MCPServer` whose tools refuse arguments they do not take (the SDK drops them) and
+    whose argument errors are one line in the project's words (the SDK's are pydantic's
+    multi-line text with a URL); each tool's input schema says `additionalProperties: false`."""
+
+    _accepted: dict[str, tuple[str, ...]] | None = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        for tool in tools:
+            tool.input_schema["additionalProperties"] = False
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None) -> Any:
+        if self._accepted is None:
+            self._accepted = {t.name: tuple(t.input_schema.get("properties", {}))
+                              for t in await super().list_tools()}
+        accepted = self._accepted.get(name)
+        unknown = [a for a in arguments if accepted is not None and a not in accepted]
+        if unknown:
+            raise ToolError(f"Error executing tool {name}: "
+                            + describe(args.unknown_argument(unknown[0], accepted or ())))
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"Error executing tool {name}: "
+                                + describe(_invalid(cause))) from None
+            raise
+
+
 def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
     """The MCP server over `service`; `principal_of` names who each tool call acts for."""
-    server: MCPServer = MCPServer("situated", instructions=INSTRUCTIONS, version="0.1.0",
-                                  log_level="WARNING")
+    server: MCPServer = _Server("situated", instructions=INSTRUCTIONS, version="0.1.0",
+                                log_level="WARNING")
 
     async def call(ctx: Context, fn: Callable[..., T], *a: Any) -> T:
         try:
@@ -122,7 +165,10 @@ def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
             action=action, success=success, conditions=conditions or [], entity=entity,
             attribute=attribute, value=value, classification=classification,
         ))
-        return await call(ctx, service.add, req, _session(ctx))
+        doc = await call(ctx, service.add, req, _session(ctx))
+        result = CallToolResult(content=[TextContent(type="text", text=remembered_text(doc))],
+                                structured_content=doc.model_dump(mode="json"))
+        return cast(GatedDoc, result)  # the SDK passes a CallToolResult through
 
     @server.tool(annotations=read_only)
     async def recall(
@@ -141,16 +187,17 @@ def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
     ) -> BriefingDoc:
         """Compile guidance from memory for the present situation, before acting.
 
-        Read `mode`: GUIDED (use the items; cite their ids like [mem_...]),
-        NO_APPLICABLE_MEMORY (act on your own), INSUFFICIENT_EVIDENCE (gather the facts in
-        `missing_facts` first). `rejected` lists memories refused and why. The text content is
-        the briefing to read; the structured content has items, rejections and mode. Call
-        `feedback` with `recall_id` when the task is done."""
+        The answer's text says it all: the recall id and its mode, GUIDED (use the items;
+        cite their ids like [mem_...]), NO_APPLICABLE_MEMORY (act on your own),
+        INSUFFICIENT_EVIDENCE (gather the missing facts it names first); each item with its
+        id, verdict and what was checked; each memory not served and why; notes; and the
+        exact `feedback` call to make when the task is done. The structured content holds the
+        same as data (`recall_id`, `mode`, `items`, `rejected`, `warnings`)."""
         req = _validated(lambda: RecallRequest(
             state=StateIn(text=situation, facts=facts or {}), intent=intent,
             namespace=namespace, k=k, budget_tokens=budget_tokens, allowed_tools=allowed_tools,
         ))
-        doc = await call(ctx, service.recall, req, _session(ctx))
+        doc = await call(ctx, service.recall, req, _session(ctx), feedback_call)
         result = CallToolResult(content=[TextContent(type="text", text=doc.rendered)],
                                 structured_content=doc.model_dump(mode="json"))
         return cast(BriefingDoc, result)  # the SDK passes a CallToolResult through
@@ -234,20 +281,44 @@ def build_server(service: Service, principal_of: PrincipalOf) -> MCPServer:
     return server
 
 
+def feedback_call(recall_id: str, served: list[str]) -> str:
+    """The `feedback` tool call for a recall, as the rendered briefing spells it."""
+    return (f'feedback(recall_id="{recall_id}", success=true or false, '
+            f"used={json.dumps(served)}) (keep in used only the ids you acted on)")
+
+
+STATE_MEANING = {
+    "ACTIVE": "stored; recall serves it where it applies",
+    "PROPOSED": "stored, but held for review: not recalled until a reviewer promotes it",
+    "REJECTED": "refused by the write gates: kept in the ledger, never recalled",
+}
+
+
+def remembered_text(doc: GatedDoc) -> str:
+    """What `remember` did, as the model reads it: the memory's id and state, then each
+    warning of the write, one line each."""
+    meaning = STATE_MEANING.get(doc.state, doc.state)
+    return "\n".join([f"{doc.id}: {doc.state} ({meaning})",
+                      *(f"warning: {w}" for w in doc.warnings)])
+
+
 def describe(exc: SituatedError) -> str:
     """`<ErrorName>: <message>` (the message of `InvalidInput` starts with the field)."""
     return f"{type(exc).__name__}: {exc}"
 
 
 def _validated(build: Callable[[], T]) -> T:
-    from pydantic import ValidationError
-
     try:
         return build()
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "arguments"
-        raise ToolError(describe(InvalidInput(field, err["msg"]))) from None
+        raise ToolError(describe(_invalid(exc))) from None
+
+
+def _invalid(exc: ValidationError) -> InvalidInput:
+    """pydantic's first error as the project's one-line `InvalidInput` naming the field."""
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or "arguments"
+    return InvalidInput(field, " ".join(str(err["msg"]).split()))
 
 
 def _names(states: list[StateName] | None) -> list[str] | None:

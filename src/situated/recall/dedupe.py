@@ -58,7 +58,7 @@ def cosine(va: Vector | None, vb: Vector | None) -> float | None:
 def evidence_rank(rec: MemoryRecord) -> tuple[float, int, int, int]:
     """Better evidenced first: more credited use, then stronger authority, then older."""
     c = rec.counters
-    return (-c.successes, -c.uses, -int(rec.authority), int(rec.validity.recorded_at))
+    return (-c.successes, -c.uses, -int(rec.authority), int(rec.validity.recorded_at_ts))
 
 
 def collapse(

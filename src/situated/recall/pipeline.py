@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from situated.embed.base import Embedder, Vector
-from situated.errors import ModelError
-from situated.models import Authority, Principal, State, utcnow
+from situated.errors import ModelError, ModelFallbackWarning
+from situated.models import Authority, Counters, LifecycleState, Principal, State, utcnow
+from situated.notices import notify
 from situated.reader import Reading, read
 from situated.recall.analysis import Analysis, decode
 from situated.recall.briefing import (
@@ -268,7 +269,8 @@ def compile_stage(r: Recall) -> None:
                 confidence=recon.confidence, scores=s, kind=rec.kind.value,
                 authority=rec.authority.label,
                 source_state=rec.source.state.describe() if rec.source.state else "unknown",
-                adaptations=recon.adaptations, tokens=tokens, checked=recon.matched,
+                adaptations=recon.adaptations, tokens=tokens, checked=_checked(recon),
+                lifecycle=rec.state.value, record=track_record(rec.counters),
             )
         )
         trace.append(StageTrace(rec.id, "compile", "SERVED", {"tokens": tokens}))
@@ -288,6 +290,14 @@ def compile_stage(r: Recall) -> None:
         mode = Mode.INSUFFICIENT_EVIDENCE
     else:
         mode = Mode.NO_APPLICABLE_MEMORY
+    said = fallbacks(r.reconstructor, recons.values())
+    for line in said:
+        notify(ModelFallbackWarning(line))
+    # how many proposals the caller may read wait for a reviewer: a count, through the
+    # scope layer like every read (never their content)
+    waiting = r.store.count_pending(Eligibility(
+        req.principal, (req.namespace,) if req.namespace else None, (LifecycleState.PROPOSED,)
+    ))
     r.briefing = Briefing(
         recall_id="rc_" + uuid.uuid4().hex[:16],
         mode=mode,
@@ -299,6 +309,8 @@ def compile_stage(r: Recall) -> None:
         trace=tuple(trace),
         namespace=req.namespace,
         read=_read_lines(r),
+        warnings=tuple(said),
+        pending_review=waiting,
     )
 
 
@@ -469,10 +481,63 @@ def _reconstruct(
                 f"reconstructor:{reconstructor.name}", str(exc), item.record.id
             )
         recon = RulesReconstructor().reconstruct(item)
+        endpoint = getattr(reconstructor, "url", None)
         return replace(
             recon,
-            provenance=recon.provenance | {"fallback_from": reconstructor.name, "error": str(exc)},
+            provenance=recon.provenance | {"fallback_from": reconstructor.name, "error": str(exc)}
+            | ({"endpoint": endpoint} if isinstance(endpoint, str) else {}),
         )
+
+
+def fallbacks(reconstructor: Reconstructor, recons: Iterable[Reconstruction]) -> list[str]:
+    """One line per reconstructor that failed over to `rules` in a recall: which one (and its
+    endpoint), how many candidates `rules` judged instead, and the first error."""
+    failed: dict[str, list[dict[str, Any]]] = {}
+    for recon in recons:
+        prov = recon.provenance
+        if "fallback_from" in prov:
+            failed.setdefault(str(prov["fallback_from"]), []).append(prov)
+    out = []
+    for name, provs in failed.items():
+        at = provs[0].get("endpoint")
+        where = f" at {at}" if at else ""
+        n = len(provs)
+        out.append(
+            f"the {name} reconstructor{where} failed ({provs[0].get('error', 'error')}); "
+            f"{n} candidate{'s were' if n > 1 else ' was'} judged by the rules reconstructor "
+            "instead"
+        )
+    return out
+
+
+def track_record(c: Counters) -> str:
+    """A memory's record in uses as an agent reads it: `failed 3 of 3 uses`, `succeeded 2 of
+    3 uses`; empty when never used."""
+    if not c.uses:
+        return ""
+    failed = c.uses - c.successes
+    if failed > c.successes:
+        return f"failed {failed} of {c.uses} use{'s' if c.uses > 1 else ''}"
+    return f"succeeded {c.successes} of {c.uses} use{'s' if c.uses > 1 else ''}"
+
+
+def _checked(recon: Reconstruction) -> tuple[str, ...]:
+    """What checking a served memory against the present found: each condition that holds,
+    fails (a partial transfer) or cannot be checked now; without any, the reconstructor's
+    own account (how the source state compared)."""
+    out = tuple(
+        [f"{p} holds" for p in recon.matched]
+        + [f"{p} fails" for p in recon.mismatched]
+        + [f"{p} cannot be checked now" for p in recon.unknown]
+    )
+    if out:
+        return out
+    if recon.detail:
+        return (recon.detail,)
+    sim = recon.provenance.get("state_similarity")
+    if isinstance(sim, int | float):
+        return (f"source state compared: similarity {sim:.2f}",)
+    return ()
 
 
 def _dots(vectors: dict[int, Vector], query: Vector) -> dict[int, float]:

@@ -33,7 +33,7 @@ def trust(record: MemoryRecord) -> float:
 
 
 def freshness(record: MemoryRecord, now: float) -> float:
-    age_days = max(0.0, now - record.validity.recorded_at) / 86400.0
+    age_days = max(0.0, now - record.validity.recorded_at_ts) / 86400.0
     return round(float(0.5 ** (age_days / FRESHNESS_HALF_LIFE_DAYS)), 4)
 
 

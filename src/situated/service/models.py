@@ -11,13 +11,14 @@ validity is `null`, enums are their names in lower case as the CLI has always sh
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, Literal, Self
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from situated import arguments as args
-from situated.models import MAX_FACTS, OPEN_END, MemoryRecord
+from situated.models import MAX_FACTS, MemoryRecord
 from situated.recall.briefing import Briefing
 from situated.store.ledger import LedgerEvent
 from situated.store.recall_reads import RecallView
@@ -37,13 +38,23 @@ TimeIn = datetime | float | None
 """A time in a request: ISO 8601 or epoch seconds."""
 
 
-def iso(ts: float) -> datetime | None:
-    """Epoch seconds as an aware UTC datetime; the open end of validity as None."""
-    return None if ts >= OPEN_END else datetime.fromtimestamp(ts, tz=UTC)
-
-
 class _Request(BaseModel):
+    """A request document: an argument it does not take is refused (`unknown_argument`,
+    naming it and the accepted ones), never dropped."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in data:
+                if name not in cls.model_fields:
+                    raise PydanticCustomError(
+                        "unknown_argument", "{name}: unknown argument; accepted: {accepted}",
+                        {"name": str(name)[:60], "accepted": ", ".join(cls.model_fields)},
+                    )
+        return data
 
 
 class _Doc(BaseModel):
@@ -54,10 +65,19 @@ class _Doc(BaseModel):
 
 
 class StateIn(_Request):
-    """A situation: text and flat facts."""
+    """A situation: text and flat facts (a request may give its text alone, as a string)."""
 
     text: str = ""
     facts: dict[str, Scalar] = Field(default_factory=dict, max_length=MAX_FACTS)
+
+
+def _text_alone(value: Any) -> Any:
+    return {"text": value} if isinstance(value, str) else value
+
+
+StateArg = Annotated[StateIn, BeforeValidator(_text_alone),
+                     Field(description='The situation: {"text": ..., "facts": {...}}, or its '
+                           "text alone as a string")]
 
 
 class AddRequest(_Request):
@@ -66,7 +86,7 @@ class AddRequest(_Request):
     content: str
     kind: str = Field(default="lesson", description="lesson, fact, preference or note")
     namespace: str = "default"
-    state: StateIn | None = None
+    state: StateArg | None = None
     action: str | None = None
     success: bool | None = None
     reward: float | None = None
@@ -107,7 +127,7 @@ class AddManyRequest(_Request):
 class RecallRequest(_Request):
     """Compile guidance for the present situation."""
 
-    state: StateIn
+    state: StateArg
     intent: str = ""
     namespace: str | None = None
     k: int = 5
@@ -260,8 +280,8 @@ class MemoryDoc(_Doc):
         data = rec.model_dump(mode="json")
         v = rec.validity
         data["scope"]["roles"] = sorted(data["scope"]["roles"])
-        data["validity"] = {"valid_from": iso(v.valid_from), "valid_until": iso(v.valid_until),
-                            "recorded_at": iso(v.recorded_at)}
+        data["validity"] = {"valid_from": v.valid_from, "valid_until": v.valid_until,
+                            "recorded_at": v.recorded_at}
         return cls.model_validate(data | {"utility": round(rec.utility, 4)})
 
 
@@ -276,13 +296,19 @@ class GateDoc(_Doc):
 
 class GatedDoc(MemoryDoc):
     """A memory with the results of the write gates its proposal passed through (what `add`,
-    `add_many` and `learn` return: a held or rejected proposal says which gate and why)."""
+    `add_many` and `learn` return: a held or rejected proposal says which gate and why), and
+    `warnings`: what the write did that the writer should know, one line each (held for
+    review and by which gate, rejected, redacted, merged into a stored twin, never
+    servable)."""
 
     gates: list[GateDoc]
+    warnings: list[str] = Field(default_factory=list)
 
     @classmethod
-    def of_gates(cls, rec: MemoryRecord, gates: list[dict[str, Any]]) -> Self:
-        return cls.model_validate(MemoryDoc.of(rec).model_dump() | {"gates": gates})
+    def of_gates(cls, rec: MemoryRecord, gates: list[dict[str, Any]],
+                 warnings: list[str] | None = None) -> Self:
+        return cls.model_validate(MemoryDoc.of(rec).model_dump()
+                                  | {"gates": gates, "warnings": warnings or []})
 
 
 class PendingDoc(GatedDoc):
@@ -304,7 +330,7 @@ class EventDoc(_Doc):
 
     @classmethod
     def of(cls, ev: LedgerEvent) -> EventDoc:
-        return cls(seq=ev.seq, at=datetime.fromtimestamp(ev.at, tz=UTC), event=ev.event.value,
+        return cls(seq=ev.seq, at=ev.at, event=ev.event.value,
                    tenant=ev.tenant, memory_id=ev.memory_id, recall_id=ev.recall_id,
                    actor=ev.actor, reason=ev.reason, data=ev.data)
 
@@ -328,9 +354,15 @@ class ItemDoc(_Doc):
     source_state: str
     adaptations: list[str]
     tokens: int
-    checked: list[str] = []
-    unproven: list[str] = []
-    """Surfaces an agent's uncorroborated lesson is on probation for: never act on it alone."""
+    checked: list[str] = Field(default_factory=list, description="What the check against the "
+                               "present found (conditions and facts that hold, fail or cannot "
+                               "be checked now)")
+    unproven: list[str] = Field(default_factory=list, description="Surfaces an agent's "
+                                "uncorroborated lesson is on probation for: never act on it "
+                                "alone")
+    lifecycle: StateName = Field(default="ACTIVE", description="ACTIVE, or LOW_VALUE after "
+                                 "failed uses")
+    record: str = Field(default="", description="Its record in uses, e.g. 'failed 3 of 3 uses'")
 
 
 class RejectedDoc(_Doc):
@@ -352,7 +384,10 @@ class TraceDoc(_Doc):
 
 class BriefingDoc(_Doc):
     """A recall's result: the mode to act on, guidance items citing memory ids, typed
-    rejections, and `rendered`, the text to put in the model's context."""
+    rejections, `warnings` (a configured model that failed over, and why), how many
+    proposals the caller may read wait for review (`pending_review`, a count only), and
+    `rendered`, the text to put in the model's context: with the recall id, the mode, what
+    each item's check found, every candidate not served, the notes, and the feedback call."""
 
     recall_id: str
     mode: Literal["GUIDED", "NO_APPLICABLE_MEMORY", "INSUFFICIENT_EVIDENCE"]
@@ -363,14 +398,19 @@ class BriefingDoc(_Doc):
     tokens_used: int
     trace: list[TraceDoc]
     namespace: str | None
+    warnings: list[str] = Field(default_factory=list)
+    pending_review: int = 0
     rendered: str
     explain: str | None = None
     read: list[str] = []
 
     @classmethod
-    def of(cls, b: Briefing, explain: bool = False) -> BriefingDoc:
+    def of(cls, b: Briefing, explain: bool = False, feedback: str | None = None
+           ) -> BriefingDoc:
+        """`feedback`: the feedback call as the door spells it (see `Briefing.render`)."""
         return cls.model_validate(
-            b.to_dict() | {"rendered": b.render(), "explain": b.explain() if explain else None},
+            b.to_dict() | {"rendered": b.render(feedback=feedback),
+                           "explain": b.explain() if explain else None},
             from_attributes=False,
         )
 
@@ -400,6 +440,8 @@ class RecallDoc(_Doc):
     missing_facts: list[str]
     budget_tokens: int
     tokens_used: int
+    warnings: list[str] = Field(default_factory=list)
+    pending_review: int = 0
     rendered: str | None
     hidden: int
 
@@ -408,7 +450,7 @@ class RecallDoc(_Doc):
         p = v.payload
         b = p.get("briefing") or {}
         return cls.model_validate({
-            "recall_id": v.id, "at": datetime.fromtimestamp(v.at, tz=UTC), "actor": v.actor,
+            "recall_id": v.id, "at": v.at, "actor": v.actor,
             "namespace": v.namespace, "mode": v.mode, "served": list(v.served),
             "state": p.get("state") or {}, "intent": p.get("intent") or "",
             "principal": p.get("principal") or {},
@@ -419,6 +461,7 @@ class RecallDoc(_Doc):
             "trace": p.get("trace", []), "items": b.get("items", []),
             "rejected": b.get("rejected", []), "missing_facts": b.get("missing_facts", []),
             "budget_tokens": b.get("budget_tokens", 0), "tokens_used": b.get("tokens_used", 0),
+            "warnings": b.get("warnings", []), "pending_review": b.get("pending_review", 0),
             "rendered": v.rendered, "hidden": v.hidden,
         })
 
@@ -440,7 +483,7 @@ class RecallSummaryDoc(_Doc):
     def of(cls, v: RecallView) -> RecallSummaryDoc:
         p = v.payload
         b = p.get("briefing") or {}
-        return cls(recall_id=v.id, at=datetime.fromtimestamp(v.at, tz=UTC), actor=v.actor,
+        return cls(recall_id=v.id, at=v.at, actor=v.actor,
                    namespace=v.namespace, mode=v.mode,  # type: ignore[arg-type]
                    served=len(b.get("items", [])), rejected=len(b.get("rejected", [])),
                    state_text=str((p.get("state") or {}).get("text") or ""),
@@ -463,7 +506,7 @@ class RecallPartDoc(_Doc):
     def of(cls, v: RecallView, memory_id: str) -> RecallPartDoc:
         b = v.payload.get("briefing") or {}
         return cls.model_validate({
-            "recall_id": v.id, "at": datetime.fromtimestamp(v.at, tz=UTC), "actor": v.actor,
+            "recall_id": v.id, "at": v.at, "actor": v.actor,
             "mode": v.mode,
             "item": next((i for i in b.get("items", []) if i["memory_id"] == memory_id), None),
             "rejected": next((r for r in b.get("rejected", []) if r["memory_id"] == memory_id),
@@ -516,6 +559,9 @@ class HealthDoc(_Doc):
     path: str
     resident: dict[str, Any]
     unanalysed: int
+    failing: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Components that failed repeatedly of late (a model "
+        "endpoint that does not answer): endpoint, failures, last_at, last_error")
 
 
 class MaintenanceDoc(_Doc):
@@ -543,6 +589,7 @@ class ConversationDoc(_Doc):
     proposals: list[MemoryDoc]
     extractor: str
     extractor_error: str | None
+    warnings: list[str] = Field(default_factory=list)
 
 
 class KeyDoc(_Doc):

@@ -16,13 +16,14 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from situated import arguments as args
-from situated.errors import InvalidInput, NotFound, PermissionDenied
+from situated.errors import InvalidInput, NotFound, PermissionDenied, SituatedWarning
 from situated.memory import Memory
 from situated.models import MemoryRecord, Principal, State, validate_input
+from situated.notices import collected, lines
 from situated.recall.reconstruct import Policy
 from situated.service.inferred import Sessions
 from situated.service.models import (
@@ -53,11 +54,14 @@ from situated.service.models import (
     RevokedDoc,
     RevokeRequest,
     _state,
-    iso,
 )
 from situated.store.contract import StoreContract, open_store
 from situated.store.keys import ApiKey
 from situated.store.scope import SYSTEM
+
+FeedbackCall = Callable[[str, "builtins.list[str]"], str]
+"""A door's feedback call for a recall: (recall id, served ids) -> the call as a model makes it
+through that door."""
 
 OPERATOR_ROLE = "operator"
 """The role a key needs for the file-wide operations `health` and `maintain`: they read and
@@ -119,13 +123,11 @@ class Pool:
 
 
 def key_doc(key: ApiKey) -> KeyDoc:
-    at = iso(key.created_at)
-    assert at is not None
     return KeyDoc.model_validate({
         "id": key.id, "tenant": key.tenant, "roles": list(key.roles),
         "clearance": key.clearance.label, "actor": key.actor, "label": key.label,
-        "created_at": at, "created_by": key.created_by,
-        "revoked_at": None if key.revoked_at is None else iso(key.revoked_at),
+        "created_at": key.created_at, "created_by": key.created_by,
+        "revoked_at": key.revoked_at,
     })
 
 
@@ -154,23 +156,23 @@ class Service:
     # -- writing ----------------------------------------------------------------------------
 
     def add(self, who: Principal, req: AddRequest, session: str | None = None) -> GatedDoc:
-        with self.pool.use() as mem:
+        with self.pool.use() as mem, collected() as notices:
             rec = mem.add(principal=who, **req.arguments())
             self.sessions.after_add(mem, who, session, rec)
-            return _gated(mem, who, rec)
+            return _gated(mem, who, rec, lines(notices))
 
     def add_many(self, who: Principal, req: AddManyRequest) -> list[GatedDoc]:
-        with self.pool.use() as mem:
+        with self.pool.use() as mem, collected() as notices:
             records = mem.add_many([i.arguments() for i in req.items], principal=who)
-            return [_gated(mem, who, r) for r in records]
+            return _each_gated(mem, who, records, notices)
 
     def learn(self, who: Principal, req: LearnRequest) -> list[GatedDoc]:
-        with self.pool.use() as mem:
-            return [_gated(mem, who, r)
-                    for r in mem.learn(req.trajectory, principal=who, distiller=req.distiller)]
+        with self.pool.use() as mem, collected() as notices:
+            records = mem.learn(req.trajectory, principal=who, distiller=req.distiller)
+            return _each_gated(mem, who, records, notices)
 
     def add_conversation(self, who: Principal, req: ConversationRequest) -> ConversationDoc:
-        with self.pool.use() as mem:
+        with self.pool.use() as mem, collected() as notices:
             done = mem.add_conversation(
                 req.messages, principal=who, session=req.session, namespace=req.namespace,
                 extractor=req.extractor,
@@ -178,27 +180,31 @@ class Service:
         return ConversationDoc(
             session=done.session, notes=[MemoryDoc.of(r) for r in done.notes],
             proposals=[MemoryDoc.of(r) for r in done.proposals], extractor=done.extractor,
-            extractor_error=done.extractor_error,
+            extractor_error=done.extractor_error, warnings=lines(notices),
         )
 
     # -- recall and feedback ----------------------------------------------------------------
 
-    def recall(self, who: Principal, req: RecallRequest, session: str | None = None
-               ) -> BriefingDoc:
+    def recall(self, who: Principal, req: RecallRequest, session: str | None = None,
+               feedback: FeedbackCall | None = None) -> BriefingDoc:
+        """Compile guidance; `feedback` spells the feedback call in the door's own syntax
+        for the rendered text (given the recall id and the served ids)."""
         present = _state(req.state) if (req.state.text.strip() or req.state.facts) else None
         policy = Policy(
             allowed_tools=None if req.allowed_tools is None else frozenset(req.allowed_tools),
             prohibited_effects=frozenset(req.prohibited_effects),
             version=req.policy_version,
         )
-        with self.pool.use() as mem:
+        with self.pool.use() as mem, collected():  # its notices are the briefing's warnings
             briefing = mem.recall(
                 present or State(""), principal=who, intent=req.intent,
                 namespace=req.namespace, k=req.k, budget_tokens=req.budget_tokens,
                 as_of=req.as_of, known_at=req.known_at, policy=policy,
             )
             self.sessions.after_recall(mem, who, session, briefing)
-        return BriefingDoc.of(briefing, explain=req.explain)
+        call = None if feedback is None else feedback(
+            briefing.recall_id, [i.memory_id for i in briefing.items])
+        return BriefingDoc.of(briefing, explain=req.explain, feedback=call)
 
     def feedback(self, who: Principal, req: FeedbackRequest) -> FeedbackDoc:
         with self.pool.use() as mem:
@@ -294,8 +300,7 @@ class Service:
                         ) -> builtins.list[tuple[datetime, builtins.list[str]]]:
         """(time, served verdicts and rejection reasons) of recent recalls, newest first."""
         with self.pool.use() as mem:
-            rows = mem.recall_outcomes(principal=who, limit=limit)
-        return [(datetime.fromtimestamp(at, tz=UTC), decisions) for at, decisions in rows]
+            return mem.recall_outcomes(principal=who, limit=limit)
 
     def utilities(self, who: Principal, most: int = 10_000) -> builtins.list[float]:
         """The measured utility of each memory the principal may read (up to `most`)."""
@@ -367,6 +372,8 @@ class Service:
         return NewKeyDoc.model_validate(key_doc(key).model_dump() | {"secret": secret})
 
     def list_keys(self, tenant: str | None = None) -> builtins.list[KeyDoc]:
+        if tenant is not None:
+            args.label(tenant, "tenant")
         with self.pool.use() as mem:
             return [key_doc(k) for k in mem.store.keys.list(SYSTEM, tenant)]
 
@@ -443,10 +450,22 @@ class Service:
         return self._key_store
 
 
-def _gated(mem: Memory, who: Principal, rec: MemoryRecord) -> GatedDoc:
+def _gated(mem: Memory, who: Principal, rec: MemoryRecord, warnings: list[str] | None = None
+           ) -> GatedDoc:
     """A written memory with its proposal's gate results (read as the writer, who may read
-    what it just wrote)."""
-    return GatedDoc.of_gates(rec, mem.gate_results(rec.id, principal=who))
+    what it just wrote) and what the write told the writer."""
+    return GatedDoc.of_gates(rec, mem.gate_results(rec.id, principal=who), warnings)
+
+
+def _each_gated(mem: Memory, who: Principal, records: builtins.list[MemoryRecord],
+                notices: builtins.list[SituatedWarning]) -> builtins.list[GatedDoc]:
+    """Each written memory's document with the notices about it (by the id it came back
+    with); a notice about no memory in particular goes to every document."""
+    about: dict[str | None, builtins.list[SituatedWarning]] = {}
+    for n in notices:
+        about.setdefault(n.memory_id, []).append(n)
+    general = about.get(None, [])
+    return [_gated(mem, who, r, lines(about.get(r.id, []) + general)) for r in records]
 
 
 def _operator(who: Principal | None) -> None:

@@ -90,8 +90,8 @@ def insert_rows(db: apsw.Connection, rows: Sequence[NewRow],
         meta_tuple(VectorMeta(
             r.record.scope.tenant, r.record.scope.namespace, state,
             int(r.record.scope.classification), r.record.scope.role_key,
-            r.record.validity.valid_from, r.record.validity.valid_until,
-            r.record.validity.recorded_at,
+            r.record.validity.valid_from_ts, r.record.validity.valid_until_ts,
+            r.record.validity.recorded_at_ts,
         ))
         for r, state in zip(rows, states, strict=True)
     ]

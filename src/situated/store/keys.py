@@ -12,10 +12,11 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from situated.errors import NotFound
-from situated.models import Classification, Principal, utcnow
+from situated.models import Classification, Principal, from_epoch, utcnow
 from situated.store.ledger import EventType
 from situated.store.scope import System
 
@@ -39,9 +40,9 @@ class ApiKey:
     clearance: Classification
     actor: str
     label: str
-    created_at: float
+    created_at: datetime
     created_by: str
-    revoked_at: float | None
+    revoked_at: datetime | None
 
     @property
     def principal(self) -> Principal:
@@ -60,7 +61,8 @@ def _key(row: tuple[object, ...]) -> ApiKey:
     i, t, roles, c, a, label, at, by, rev = row
     return ApiKey(
         str(i), str(t), tuple(json.loads(str(roles))), Classification(int(str(c))), str(a),
-        str(label), float(str(at)), str(by), None if rev is None else float(str(rev)),
+        str(label), from_epoch(float(str(at))), str(by),
+        None if rev is None else from_epoch(float(str(rev))),
     )
 
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from situated.models import Counters, LifecycleState, from_epoch
+from situated.models import Counters, LifecycleState
 
 
 class EventType(StrEnum):
@@ -50,7 +50,8 @@ class LedgerEvent:
     seq: int
     """Order: the file-wide sequence for maintenance; for a caller, the event's position among
     the events it may see (`Store.ledger`), or within the memory's own events (`history`)."""
-    at: float
+    at: datetime
+    """When it was written (aware, UTC)."""
     event: EventType
     tenant: str
     memory_id: str | None
@@ -58,10 +59,6 @@ class LedgerEvent:
     actor: str
     reason: str
     data: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def when(self) -> datetime:
-        return from_epoch(self.at)
 
 
 INFERRED_WEIGHT = 0.5

@@ -381,3 +381,12 @@ def m014_browser_sessions(db: apsw.Connection) -> None:
         CREATE INDEX browser_sessions_age ON browser_sessions (created_at);
         """
     )
+
+
+@migration
+def m015_pending_index(db: apsw.Connection) -> None:
+    """The proposals that wait for review, per tenant and role set (a partial index, as small
+    as the queue): every recall counts those its principal may read (`Store.count_pending`)."""
+    db.execute(
+        "CREATE INDEX memories_pending ON memories (tenant, role_key) WHERE state = 'PROPOSED'"
+    )

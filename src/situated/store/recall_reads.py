@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from situated.errors import NotFound
-from situated.models import Principal
+from situated.models import Principal, from_epoch
 from situated.store.recall_log import ALIAS as RECALLS
 from situated.store.scope import ALL_STATES, Eligibility
 
@@ -40,7 +41,8 @@ class RecallView:
     """
 
     id: str
-    at: float
+    at: datetime
+    """When it was made (aware, UTC)."""
     actor: str
     namespace: str | None
     mode: str
@@ -114,12 +116,12 @@ def touching(
 
 def outcomes(
     store: StoreContract, reader: Principal, limit: int
-) -> list[tuple[float, list[str]]]:
+) -> list[tuple[datetime, list[str]]]:
     """(time, the served items' verdicts and the rejections' reasons) of the recalls the
     reader may see, newest first: the briefing only (no reconstructions, no trace), cut to
     the memories the reader may read, as `one` cuts it."""
     rows = store.recall_briefings(reader, limit)
-    decoded = [(float(at), json.loads(items or "[]"), json.loads(rejected or "[]"))
+    decoded = [(from_epoch(float(at)), json.loads(items or "[]"), json.loads(rejected or "[]"))
                for at, items, rejected in rows]
     mentioned = {e.get("memory_id") for _, i, r in decoded for e in (*i, *r)}
     visible = store.visible_ids({m for m in mentioned if m},
@@ -170,6 +172,6 @@ def _cut(row: tuple[Any, ...], payload: dict[str, Any], visible: set[str]) -> Re
     quoted_hidden = any(m not in visible for m in served)
     rendered = None if quoted_hidden else payload.get("rendered")
     return RecallView(
-        str(rid), float(at), str(actor), namespace, str(mode),
+        str(rid), from_epoch(float(at)), str(actor), namespace, str(mode),
         tuple(m for m in served if m in visible), cut, rendered, hidden,
     )

@@ -21,7 +21,7 @@ def record_values(rec: MemoryRecord, state: str) -> tuple[object, ...]:
         json.dumps(list(rec.conditions)), rec.entity, rec.attribute,
         json.dumps(rec.value), int(rec.multi_valued), json.dumps(sorted(sc.roles)),
         sc.role_key, int(sc.classification), sc.consent, int(rec.authority),
-        val.valid_from, val.valid_until, val.recorded_at, state,
+        val.valid_from_ts, val.valid_until_ts, val.recorded_at_ts, state,
         0, 0, 0, 0, rec.policy_version, rec.supersedes, rec.superseded_by,
         rec.fingerprint, rec.proposed_by,
     )

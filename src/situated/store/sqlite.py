@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from situated.embed.base import Vector
 from situated.errors import EmbedderMismatch, InvalidInput, NotFound, StoreFailure
 from situated.models import (
+    OPEN_END,
     Authority,
     Classification,
     Counters,
@@ -36,6 +37,7 @@ from situated.models import (
     Source,
     State,
     Validity,
+    from_epoch,
     utcnow,
 )
 from situated.store import attributes, recall_reads
@@ -712,6 +714,14 @@ class Store:
             )
         }
 
+    def count_pending(self, elig: Eligibility) -> int:
+        """Eligible proposals waiting for review (PROPOSED, if `elig` admits it): a count
+        through the partial index `memories_pending`, whatever the tenant's size."""
+        where, params = self._where(elig)
+        row = self._one(f"SELECT COUNT(*) FROM memories m WHERE m.state = 'PROPOSED' AND "
+                        f"{where}", params)
+        return int(row[0]) if row else 0
+
     def utilities(self, elig: Eligibility, limit: int) -> list[float]:
         """The measured utility (`Counters.utility`) of up to `limit` eligible memories."""
         where, params = self._where(elig)
@@ -808,7 +818,8 @@ class Store:
     ) -> list[LedgerEvent]:
         events = [
             LedgerEvent(
-                int(s), float(a), EventType(e), str(t), m, r, str(ac), str(re_), json.loads(d)
+                int(s), from_epoch(float(a)), EventType(e), str(t), m, r, str(ac), str(re_),
+                json.loads(d),
             )
             for s, a, e, t, m, r, ac, re_, d in rows
         ]
@@ -1141,6 +1152,18 @@ class Store:
             )
         }
 
+    def recent_failures(self, since: float, scope: System) -> dict[str, tuple[int, float, str]]:
+        """Failures since `since` by component: (how many, when the last one was, its error)
+        (health; every tenant's, so `SYSTEM` only)."""
+        return {
+            str(c): (int(n), float(at), str(err)) for c, n, at, err in self.db.execute(
+                "SELECT f.component, COUNT(*), MAX(f.at), (SELECT g.error FROM "
+                "maintenance_failures g WHERE g.component = f.component ORDER BY g.id DESC "
+                "LIMIT 1) FROM maintenance_failures f WHERE f.at >= ? GROUP BY f.component",
+                (since,),
+            )
+        }
+
     def lifecycle_candidates(self, scope: System) -> list[tuple[str, str, str, Counters]]:
         """(id, tenant, state, counters) of every ACTIVE or LOW_VALUE memory (maintenance)."""
         return [
@@ -1445,8 +1468,9 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
         }),
         "authority": _AUTHORITY[d["authority"]],
         "validity": _trusted(Validity, {
-            "valid_from": d["valid_from"], "valid_until": d["valid_until"],
-            "recorded_at": d["recorded_at"],
+            "valid_from": from_epoch(d["valid_from"]),
+            "valid_until": None if d["valid_until"] >= OPEN_END else from_epoch(d["valid_until"]),
+            "recorded_at": from_epoch(d["recorded_at"]),
         }),
         "state": _LIFECYCLE[d["state"]],
         "counters": Counters(

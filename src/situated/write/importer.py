@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from situated.errors import InvalidInput, UsageError
-from situated.models import MemoryRecord, Principal, State, validate_input
+from situated.errors import InvalidInput, SituatedWarning, UsageError
+from situated.models import MemoryRecord, Principal, as_state
+from situated.notices import MAX_EACH, collected, more, notify
 from situated.write.items import IMPORT_FIELDS, proposal
 from situated.write.writer import Proposal
 
@@ -73,25 +74,32 @@ def import_lines(
     first = start_line  # the first line of the pending batch
     mem.store.bind_embedder(mem.embedder.model_ref, mem.embedder.dim)
     n = 0
-    for n, line in _numbered(lines):
-        if n < start_line:
-            continue
-        try:
-            if isinstance(line, InvalidInput):
-                raise line
-            item = _parse(line, n)
-            if item is not None:
-                batch.append(proposal(mem, item, principal, f"line {n}", IMPORT_FIELDS))
-        except UsageError as exc:
-            raise ImportStopped(exc, n, state.report(first)) from None
-        if len(batch) >= batch_size:
+    try:
+        for n, line in _numbered(lines):
+            if n < start_line:
+                continue
+            try:
+                if isinstance(line, InvalidInput):
+                    raise line
+                item = _parse(line, n)
+                if item is not None:
+                    batch.append(proposal(mem, item, principal, f"line {n}", IMPORT_FIELDS))
+            except UsageError as exc:
+                raise ImportStopped(exc, n, state.report(first)) from None
+            if len(batch) >= batch_size:
+                state.commit(mem, batch, principal, first)
+                batch, first = [], n + 1
+                if progress is not None:
+                    progress(state.report(first))
+        if batch:
             state.commit(mem, batch, principal, first)
-            batch, first = [], n + 1
-            if progress is not None:
-                progress(state.report(first))
-    if batch:
-        state.commit(mem, batch, principal, first)
-    return state.report(max(n + 1, start_line))
+        return state.report(max(n + 1, start_line))
+    finally:  # what the committed batches told the writer: the first few of each kind
+        for notice in state.kept:
+            notify(notice)
+        for kind, seen in state.seen.items():
+            if seen > MAX_EACH:
+                notify(more(kind, seen - MAX_EACH))
 
 
 def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str | InvalidInput]]:
@@ -119,6 +127,8 @@ class _Progress:
         self.committed = 0
         self.created = 0
         self.batches = 0
+        self.kept: list[SituatedWarning] = []
+        self.seen: dict[type[SituatedWarning], int] = {}
 
     def commit(
         self, mem: Memory, batch: list[Proposal], principal: Principal, first: int
@@ -126,11 +136,17 @@ class _Progress:
         """One batch, one transaction (a name refused at insert rolls all of it back)."""
         writer = mem._writer
         try:
-            prepared = writer.prepare(batch, principal, "imported", stacklevel=5)
-            with mem.store.transaction():
-                stored: list[MemoryRecord] = writer.commit(prepared)
+            with collected() as notices:
+                prepared = writer.prepare(batch, principal, "imported")
+                with mem.store.transaction():
+                    stored: list[MemoryRecord] = writer.commit(prepared)
         except UsageError as exc:
             raise ImportStopped(exc, first, self.report(first)) from None
+        for notice in notices:  # bounded over any number of lines: the first few of a kind
+            kind = type(notice)
+            self.seen[kind] = self.seen.get(kind, 0) + 1
+            if self.seen[kind] <= MAX_EACH:
+                self.kept.append(notice)
         self.committed += len(stored)
         self.created += sum(s.id == p.record.id for s, p in zip(stored, prepared, strict=True))
         self.batches += 1
@@ -154,14 +170,5 @@ def _parse(line: str, n: int) -> dict[str, Any] | None:
         raise InvalidInput(f"line {n}", "must be a JSON object of add() fields")
     st = item.get("state")
     if isinstance(st, Mapping):
-        unknown = set(st) - {"text", "facts"}
-        if unknown:
-            raise InvalidInput(f"line {n}.state", f"unknown fields: {', '.join(sorted(unknown))}")
-        text, facts = st.get("text", ""), st.get("facts")
-        if not isinstance(text, str):
-            raise InvalidInput(f"line {n}.state.text", "must be a string")
-        try:
-            item["state"] = validate_input("state", lambda: State(text, facts))
-        except InvalidInput as exc:
-            raise InvalidInput(f"line {n}.{exc.field}", exc.message) from None
+        item["state"] = as_state(st, f"line {n}.state")
     return item

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 from situated import arguments as args
 from situated.errors import InvalidInput, PermissionDenied
-from situated.models import Authority, Classification, Kind, Principal, to_epoch, utcnow
+from situated.models import (
+    Authority,
+    Classification,
+    Kind,
+    Principal,
+    from_epoch,
+    to_epoch,
+    utcnow,
+)
 from situated.write.writer import Proposal
 
 if TYPE_CHECKING:
@@ -46,9 +54,10 @@ def proposal(
     if not isinstance(item, Mapping):
         raise InvalidInput(where, "must be a mapping of add() arguments")
     kw = dict(item)
-    unknown = set(kw) - fields
+    unknown = sorted(str(k) for k in set(kw) - fields)
     if unknown:
-        raise InvalidInput(where, f"unknown fields: {', '.join(sorted(map(str, unknown)))}")
+        refused = args.unknown_argument(unknown[0], sorted(fields))
+        raise InvalidInput(f"{where}.{refused.field}", refused.message)
     if "content" not in kw:
         raise InvalidInput(f"{where}.content", "is required")
     source_cls = kw.pop("source_classification", None)
@@ -74,5 +83,5 @@ def proposal(
         raise InvalidInput(f"{where}.{exc.field}", exc.message) from None
     if at is not None:
         rec = rec.model_copy(update={"validity": rec.validity.model_copy(
-            update={"recorded_at": at})})
+            update={"recorded_at": from_epoch(at)})})
     return Proposal(rec, source_cls)

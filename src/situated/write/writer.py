@@ -19,7 +19,6 @@ rowids and ledger order follow input order except that these rows may come after
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,11 +27,14 @@ import numpy as np
 
 from situated.embed.base import Vector
 from situated.errors import (
+    DuplicateWarning,
     HeldForReviewWarning,
     ProbationWarning,
+    ProposalRejectedWarning,
     RedactionWarning,
-    RefusedWarning,
+    SituatedWarning,
     SupersessionWarning,
+    UnservableWarning,
 )
 from situated.models import (
     Classification,
@@ -43,9 +45,11 @@ from situated.models import (
     content_fingerprint,
     validate_input,
 )
+from situated.notices import notify
 from situated.recall.analysis import VERSION as ANALYSIS_VERSION
 from situated.recall.analysis import clear_text_caches, stored_form
 from situated.recall.dedupe import near_duplicate
+from situated.recall.reconstruct.prechecks import never_served
 from situated.store.bulk import NewRow
 from situated.store.ledger import EventType
 from situated.store.scope import ALL_STATES, Eligibility
@@ -92,6 +96,9 @@ class Prepared:
     analysis: bytes | None
     """`situated.recall.analysis` of `record`, stored with the row (None: none survives
     storage; the stages read the memory itself)."""
+    notes: tuple[SituatedWarning, ...] = ()
+    """What the writer is told about the proposal before it is stored (redaction, never
+    servable); `commit` hands them on with what storing it did (`notify`)."""
 
 
 class Writer:
@@ -100,12 +107,14 @@ class Writer:
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
+        self._held_by_policy: dict[str, str] = {}
+        """Why the promotion policy held a proposal, by its id, until `commit` tells it."""
 
     # -- before the transaction -------------------------------------------------------------
 
     def prepare(
         self, proposals: Sequence[Proposal], principal: Principal, reason: str,
-        vectors: dict[str, Vector] | None = None, stacklevel: int = 3,
+        vectors: dict[str, Vector] | None = None,
     ) -> list[Prepared]:
         """Everything before the transaction, for each proposal in order. `vectors` caches
         embeddings by text (filled here in one batch for the texts it lacks)."""
@@ -123,7 +132,7 @@ class Writer:
         hits = self._nearest([p.record for p in proposals], vectors)
         out = []
         for p in proposals:
-            out.append(self._prepare_one(p, principal, reason, vectors, hits, stacklevel + 1))
+            out.append(self._prepare_one(p, principal, reason, vectors, hits))
         return out
 
     def _embed(self, texts: Sequence[str], vectors: dict[str, Vector]) -> None:
@@ -154,7 +163,7 @@ class Writer:
 
     def _prepare_one(
         self, p: Proposal, principal: Principal, reason: str, vectors: dict[str, Vector],
-        hits: dict[tuple[Scope, str], list[tuple[MemoryRecord, float]]], stacklevel: int,
+        hits: dict[tuple[Scope, str], list[tuple[MemoryRecord, float]]],
     ) -> Prepared:
         mem = self.memory
         rec = p.record
@@ -177,11 +186,15 @@ class Writer:
 
         ctx = GateContext(mem.write_policy(rec.scope.namespace), src_cls, near)
         report = run_gates(rec, ctx, mem.gates)
-        for result in report.results:
-            if result.verdict is GateVerdict.REDACTED:
-                # shown to the writer: the stored text keeps a marker per span, never the value
-                warnings.warn("; ".join(result.reasons), RedactionWarning, stacklevel=stacklevel)
-        tell_writer(report, stacklevel + 1)
+        # shown to the writer: the stored text keeps a marker per span, never the value
+        notes: list[SituatedWarning] = [
+            RedactionWarning("; ".join(result.reasons)) for result in report.results
+            if result.verdict is GateVerdict.REDACTED
+        ]
+        why = never_served(report.record)
+        if why and not report.rejected:
+            notes.append(UnservableWarning(
+                f"{why}; it is stored, but recall will never serve it as it stands"))
         rec = report.record.model_copy(
             update={"fingerprint": content_fingerprint(
                 rec.scope.tenant, rec.scope.namespace, rec.kind, report.record.content)}
@@ -194,7 +207,7 @@ class Writer:
         return Prepared(
             rec, report, {"content": content_vec, "state": state_vec}, near_twins,
             principal, reason, {"gates": report.to_data()} | (p.trace or {}),
-            stored_form(rec),
+            stored_form(rec), tuple(notes),
         )
 
     # -- inside the transaction --------------------------------------------------------------
@@ -203,6 +216,7 @@ class Writer:
         """Commit each proposal in order (call inside `Store.transaction()`); returns the
         stored records (the twin reinforced instead, where there is one)."""
         store = self.memory.store
+        self._held_by_policy.clear()
         known: set[str] = set()  # exact-duplicate keys a lookup would find, this batch included
         facts: set[tuple[str, str]] = set()  # fact keys a same-key lookup would find
         for scope, group in _group(prepared).items():
@@ -253,7 +267,38 @@ class Writer:
         done = [r for r in out if r is not None]
         if len(done) != len(prepared):  # every proposal is stored or reinforces a twin
             raise RuntimeError(f"{len(prepared) - len(done)} proposals left uncommitted")
+        for p, stored in zip(prepared, done, strict=True):
+            self._tell(p, stored)
         return done
+
+    def _tell(self, p: Prepared, stored: MemoryRecord) -> None:
+        """What the writer is told about one committed proposal (`notify`): the notes of
+        `prepare`, then what storing it did: merged into a twin, held for review (by which
+        gate or policy, and who may approve it), or rejected."""
+        for note in p.notes:
+            notify(type(note)(note.message, stored.id))
+        if stored.id != p.record.id:
+            notify(DuplicateWarning(
+                f"{stored.id} ({stored.state.value}) already says this in the same scope: it "
+                "was reinforced, nothing new was stored", stored.id))
+            return
+        if stored.state is LifecycleState.REJECTED:
+            notify(ProposalRejectedWarning(
+                f"{stored.id} was rejected by {_by(p.report, GateVerdict.REJECT)}: it is kept "
+                "in the ledger, never recalled", stored.id))
+        elif stored.state is LifecycleState.PROPOSED:
+            why = _by(p.report, GateVerdict.HOLD) if p.report.held else (
+                f"the promotion policy ({self._held_by_policy.pop(stored.id, 'review')})")
+            notify(HeldForReviewWarning(
+                f"{stored.id} is held for review by {why}; recall does not serve it until a "
+                "reviewer (a principal of its tenant with the 'reviewer' role who may read it) "
+                "promotes it", stored.id))
+        elif any(r.verdict is GateVerdict.PROBATION for r in p.report.results):
+            notify(ProbationWarning(
+                f"{stored.id} was promoted on probation by "
+                f"{_by(p.report, GateVerdict.PROBATION)}: recall serves it marked unproven, "
+                "never as the only guidance on its surface, until successful uses corroborate "
+                "it or a reviewer endorses it", stored.id))
 
     def _simple(
         self, p: Prepared, known: set[str], facts: set[tuple[str, str]]
@@ -279,6 +324,8 @@ class Writer:
             decision = self.memory.promotion.decide(rec)
             if decision.promote:
                 events.append((EventType.PROMOTED, writer.name, decision.reason, {}))
+            else:
+                self._held_by_policy[rec.id] = decision.reason
         return NewRow(rec, writer, p.vectors, tuple(events), (ANALYSIS_VERSION, p.analysis))
 
     def commit_one(self, p: Prepared) -> MemoryRecord:
@@ -324,6 +371,8 @@ class Writer:
             if decision.promote:
                 store.append_event(rec.id, own, EventType.PROMOTED, writer.name, decision.reason)
                 self.supersede_same_key(rec, writer)
+            else:
+                self._held_by_policy[rec.id] = decision.reason
         return store.get(rec.id, own)
 
     def supersede_same_key(self, rec: MemoryRecord, writer: Principal) -> None:
@@ -352,13 +401,10 @@ class Writer:
                 self.supersede(rec, old, writer, "a newer value was already recorded")
                 return
             if _ADDITIONAL.search(rec.content):
-                warnings.warn(
+                notify(SupersessionWarning(
                     f"{rec.id} reads like an additional value of ({rec.entity}, "
                     f"{rec.attribute}) but supersedes {old.id}; pass multi_valued=True to keep "
-                    "both",
-                    SupersessionWarning,
-                    stacklevel=5,
-                )
+                    "both", rec.id))
             self.supersede(old, rec, writer, f"newer value for ({rec.entity}, {rec.attribute})")
 
     def supersede(
@@ -367,34 +413,20 @@ class Writer:
     ) -> None:
         """Close `old`'s validity when `new` begins (or at `at`), link both, log the event;
         both within `actor`'s scope."""
-        end = max(new.validity.valid_from if at is None else at, old.validity.valid_from + 1e-6)
-        end = min(end, old.validity.valid_until)
+        end = max(new.validity.valid_from_ts if at is None else at,
+                  old.validity.valid_from_ts + 1e-6)
+        end = min(end, old.validity.valid_until_ts)
         self.memory.store.supersede(
             old.id, new.id, end, Eligibility(actor, states=ALL_STATES), actor.name, reason
         )
 
 
-REVIEWERS = ("a principal with the 'reviewer' role approves it (`situated promote ID`, "
-             "POST /v1/review/ID/promote, the MCP tool `review_promote`) or rejects it")
-
-
-def tell_writer(report: GateReport, stacklevel: int) -> None:
-    """The writer is told what the gates decided beyond a plain pass: refused, held for
-    review (why, and who can approve), or on probation; reasons never quote the text."""
-    if report.rejected:
-        warnings.warn("refused at write: " + "; ".join(report.reasons())
-                      + "; it is kept in the ledger as REJECTED and never recalled",
-                      RefusedWarning, stacklevel=stacklevel)
-    elif report.held:
-        warnings.warn("held for review: " + "; ".join(report.reasons())
-                      + f"; recall will not serve it until {REVIEWERS}",
-                      HeldForReviewWarning, stacklevel=stacklevel)
-    else:
-        probation = [f"{r.gate}: {reason}" for r in report.results
-                     if r.verdict is GateVerdict.PROBATION for reason in r.reasons]
-        if probation:
-            warnings.warn("promoted on probation: " + "; ".join(probation),
-                          ProbationWarning, stacklevel=stacklevel)
+def _by(report: GateReport, verdict: GateVerdict) -> str:
+    """`the <gate> gate (<reasons>)` for each gate of `report` that gave `verdict`."""
+    return ", ".join(
+        f"the {r.gate} gate" + (f" ({'; '.join(r.reasons)})" if r.reasons else "")
+        for r in report.results if r.verdict is verdict
+    ) or "the write gates"
 
 
 def forget_texts() -> None:

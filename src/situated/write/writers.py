@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from situated import arguments as args
 from situated.defaults import DEFAULT_DISTILLER, DEFAULT_EXTRACTOR
-from situated.errors import InvalidInput, ModelError
+from situated.errors import InvalidInput, ModelError, ModelFallbackWarning
+from situated.notices import notify
 from situated.write.conversation import Conversation, ExtractedItem, Extractor, NoExtractor
 from situated.write.distill import Distiller, LessonDraft, RulesDistiller, Trajectory
 
@@ -164,7 +165,9 @@ def run_distiller(store: Store, distiller: Distiller, trajectory: Trajectory
         return distiller.distill(trajectory)
     except ModelError as exc:
         name = getattr(distiller, "name", "custom")
-        record_model_failure(store, f"distiller:{name}", exc)
+        error = record_model_failure(store, f"distiller:{name}", exc)
+        notify(ModelFallbackWarning(f"the {name} distiller failed ({error}); the rules "
+                                    "distiller distilled the episode instead"))
         rules = RulesDistiller()
         why = {"distiller": f"{rules.name}@{rules.version}", "fallback_from": name,
                "error": str(exc)[:500]}
@@ -178,8 +181,10 @@ def run_extractor(store: Store, extractor: Extractor, conversation: Conversation
     try:
         return extractor.extract(conversation), None
     except ModelError as exc:
-        error = record_model_failure(store, f"extractor:{getattr(extractor, 'name', 'custom')}",
-                                     exc)
+        name = getattr(extractor, "name", "custom")
+        error = record_model_failure(store, f"extractor:{name}", exc)
+        notify(ModelFallbackWarning(f"the {name} extractor failed ({error}); the turns were "
+                                    "stored as notes, nothing was extracted from them"))
         return [], error
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from situated.conditions import Condition, ConditionResult, Truth, evaluate, parse_condition
 from situated.errors import ConditionSyntaxError
 from situated.frozen import quick_init
-from situated.models import FactValue, Kind, LifecycleState, MemoryRecord, from_epoch
+from situated.models import FactValue, Kind, LifecycleState, MemoryRecord
 from situated.reader import read
 from situated.reader.compare import checkable, names_present_things
 from situated.recall.briefing import Reconstruction, RejectionReason, Verdict
@@ -37,10 +37,11 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     order."""
     rec = item.record
     v = rec.validity
-    if not (v.valid_from <= as_of < v.valid_until):
-        when = from_epoch(v.valid_until).isoformat() if as_of >= v.valid_until else "later"
+    until = v.valid_until_ts
+    if not (v.valid_from_ts <= as_of < until):
+        when = v.valid_until.isoformat() if v.valid_until and as_of >= until else "later"
         return _reject(item, RejectionReason.EXPIRED, f"valid until {when}")
-    if rec.state is _INVALIDATED and rec.superseded_by and as_of >= v.valid_until:
+    if rec.state is _INVALIDATED and rec.superseded_by and as_of >= until:
         return _reject(item, RejectionReason.SUPERSEDED, f"superseded by {rec.superseded_by}")
     pv, want = rec.policy_version, item.policy.version
     if pv and want and pv != want:

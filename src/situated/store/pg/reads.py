@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from situated.errors import NotFound
-from situated.models import MemoryRecord, Principal
+from situated.models import MemoryRecord, Principal, from_epoch
 from situated.store.ledger import INFERRED_WEIGHT, EventType, LedgerEvent
 from situated.store.pg.writes import SELECT, Writes
 from situated.store.scope import ALL_STATES, Eligibility, System
@@ -76,6 +76,12 @@ class Reads(Writes):
             f"SELECT m.state, COUNT(*) FROM memories m WHERE {where} GROUP BY m.state", params
         )
         return {str(s): int(n) for s, n in rows}
+
+    def count_pending(self, elig: Eligibility) -> int:
+        where, params = self._where(elig)
+        row = self._one(f"SELECT COUNT(*) FROM memories m WHERE m.state = 'PROPOSED' AND "
+                        f"{where}", params)
+        return int(row[0]) if row else 0
 
     def visible_ids(self, memory_ids: Iterable[str], elig: Eligibility) -> set[str]:
         ids = list(dict.fromkeys(memory_ids))
@@ -209,7 +215,8 @@ class Reads(Writes):
         (as `store.sqlite` does)."""
         events = [
             LedgerEvent(
-                int(s), float(a), EventType(e), str(t), m, r, str(ac), str(re_), json.loads(d)
+                int(s), from_epoch(float(a)), EventType(e), str(t), m, r, str(ac), str(re_),
+                json.loads(d),
             )
             for s, a, e, t, m, r, ac, re_, d in rows
         ]

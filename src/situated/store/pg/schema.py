@@ -249,6 +249,11 @@ CREATE TABLE browser_sessions (
 );
 CREATE INDEX browser_sessions_age ON browser_sessions (created_at);
 """),
+    # SQLite's m015: the proposals that wait for review, per tenant (a partial index, as small
+    # as the queue): every recall counts those its principal may read (`count_pending`)
+    ("m007_pending_index", """
+CREATE INDEX memories_pending ON memories (tenant) WHERE state = 'PROPOSED';
+"""),
 ]
 
 VECTOR_INDEX_NAMES = ("memories_content_hnsw", "memories_state_hnsw")

@@ -29,6 +29,16 @@ class Upkeep(Recalls):
             )
         }
 
+    def recent_failures(self, since: float, scope: System) -> dict[str, tuple[int, float, str]]:
+        return {
+            str(c): (int(n), float(at), str(err)) for c, n, at, err in self._all(
+                "SELECT f.component, COUNT(*), MAX(f.at), (SELECT g.error FROM "
+                "maintenance_failures g WHERE g.component = f.component ORDER BY g.at DESC, "
+                "g.id DESC LIMIT 1) FROM maintenance_failures f WHERE f.at >= %s "
+                "GROUP BY f.component", (since,),
+            )
+        }
+
     def lifecycle_candidates(self, scope: System) -> list[tuple[str, str, str, Counters]]:
         return [
             (str(m), str(t), str(st), Counters(*c)) for m, t, st, *c in self._all(
