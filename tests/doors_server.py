@@ -82,7 +82,7 @@ def _env() -> dict[str, str]:
 def running(tmp: Path, workers: int = 1) -> Iterator[Running]:
     """`situated serve --workers N` over a new store, until the block ends."""
     db = tmp / f"doors-{workers}.db"
-    cli(db, "keys", "list")  # creates the store
+    cli(db, "init")  # creates the store
     sock = free_socket()
     port = sock.getsockname()[1]
     sock.close()

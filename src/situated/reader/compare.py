@@ -24,7 +24,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from situated.reader import lexicon as lx
-from situated.reader.types import ASPECT, EXCLUSIVE, HAS, NAME, STATE, WHERE, Fact, Reading
+from situated.reader.types import (
+    ASPECT,
+    EXCLUSIVE,
+    GOAL,
+    HAS,
+    NAME,
+    STATE,
+    WHERE,
+    Fact,
+    Reading,
+)
 
 SAME, OPPOSED, OTHER, MISSING = "same", "opposed", "other", "missing"
 NEAR_RATIO = 1.5
@@ -182,9 +192,11 @@ def relate(a: Fact, b: Fact) -> str:
     if a.attribute in EXCLUSIVE or a.attribute.endswith(" by") or a.attribute.startswith(
         ASPECT
     ):
+        whole = a.attribute in (NAME, GOAL)  # every word of a name or a goal counts
         same = bool(a.words) and bool(b.words) and (
-            a.words == b.words or (lx.same_thing(a.words[0], b.words[0]) and (
-                a.attribute != NAME or set(a.words) == set(b.words))))
+            a.words == b.words or (not whole and lx.same_thing(a.words[0], b.words[0])) or (
+                whole and len(a.words) == len(b.words)
+                and all(lx.same_thing(x, y) for x, y in zip(a.words, b.words, strict=True))))
         if a.negated != b.negated:
             return OPPOSED if same else OTHER
         return SAME if same else OPPOSED
@@ -245,6 +257,8 @@ def _mentions(lesson: Reading, f: Fact) -> bool:
     or a holder, about the value itself (a lesson about the kit does not depend on which room
     the kit is in, one about error E24 does depend on the code)."""
     words = set(lesson.lemmas)
+    if f.attribute == GOAL:
+        return any(part in words for w in f.words[1:] for part in w.lower().split())
     if f.attribute in EXCLUSIVE or f.attribute.endswith(" by"):
         return any(part in words for w in f.words[:2] for part in w.lower().split())
     if f.subject in words or any(q in words for q in f.qualifiers):

@@ -23,6 +23,7 @@ from situated.reader.types import (
     AMOUNT,
     ASPECT,
     CODE,
+    GOAL,
     HAS,
     IS,
     NAME,
@@ -54,6 +55,8 @@ _HAVE = frozenset({"has", "have", "had"})
 _CLOCK = frozenset({"am", "pm", "a.m", "p.m", "o'clock"})
 _ORDINAL = frozenset({"st", "nd", "rd", "th"})
 _NAMING = frozenset({"called", "named", "known"})
+_PURPOSES = frozenset("task goal objective aim mission job purpose assignment".split())
+"""Nouns whose "is to <verb>" says what the situation is for."""
 """Participles that give a thing's name ("this room is called the kitchen")."""
 _ASPECTS = frozenset("stage phase state mode condition level setting position".split())
 """Nouns whose modifier is the value ("in the seedling stage": stage = seedling)."""
@@ -571,6 +574,16 @@ def _clause_facts(
     rest = toks[k:]
     head, quals = subject.head, subject.quals
     if linking:
+        if head in _PURPOSES and len(rest) > 1 and rest[0].low == "to" and lx.can_be(
+            rest[1].low, "VERB"
+        ):
+            # "Your task is to boil water": what the situation is for
+            goal_verb = lx.lemma(rest[1].low, "VERB")
+            target, _ = _noun_phrase(rest[2:])
+            goal = (goal_verb, *((target.head, *target.quals) if target else ()))
+            facts.append(Fact(head, GOAL, goal, negated=negated, qualifiers=quals,
+                              start=subject.start, end=rest[-1].end))
+            return facts, subject, " ".join(goal[:2])
         if rest and rest[0].low in _NAMING and len(rest) > 1:
             name, _ = _noun_phrase(rest[1:])  # "this room is called the kitchen"
             if name is not None:

@@ -18,6 +18,8 @@ CODE = "code"
 """An identifier or code: "error E24", "version 2.3.1", "host web-03"."""
 AMOUNT = "amount"
 """A quantity with no verb or adjective of its own: "a 40 dollar limit"."""
+GOAL = "goal"
+"""What a situation is for: "Your task is to boil water" -> task / goal / (boil, water)."""
 IS = "is"
 """What a thing is (a noun after a copula and an article): "Priya is the lead"."""
 NAME = "name"
@@ -27,7 +29,7 @@ ASPECT = "of:"
 plane / of:surface / (cloth,); "a tree in the seedling stage": tree / of:stage)."""
 ORDER = "order"
 """Order in time: subject is the earlier event, words the later one."""
-EXCLUSIVE = frozenset({WHERE, CODE, NAME})
+EXCLUSIVE = frozenset({WHERE, CODE, NAME, GOAL})
 """Attributes a thing has one value of at a time: another value now is a different situation."""
 
 
@@ -125,5 +127,5 @@ class Reading(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
         return not self.facts and not self.conditions
 
 
-__all__ = ["AMOUNT", "ASPECT", "CODE", "EXCLUSIVE", "HAS", "IS", "NAME", "ORDER", "STATE", "WHERE",
-           "Fact", "Reading"]
+__all__ = ["AMOUNT", "ASPECT", "CODE", "EXCLUSIVE", "GOAL", "HAS", "IS", "NAME", "ORDER",
+           "STATE", "WHERE", "Fact", "Reading"]
