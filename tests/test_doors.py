@@ -260,7 +260,7 @@ def cli_revoke(service: Any, secret: str) -> None:
 
 def test_stdio_mcp_with_a_key_stops_at_revocation(tmp_path: Path) -> None:
     db = tmp_path / "stdio.db"
-    cli(db, "keys", "list")
+    cli(db, "init")
     made = json.loads(cli(db, "keys", "create", "--tenant", "acme", "--json").splitlines()[-1])
 
     async def main() -> tuple[bool, str]:

@@ -196,7 +196,8 @@ def relate(a: Fact, b: Fact) -> str:
         same = bool(a.words) and bool(b.words) and (
             a.words == b.words or (not whole and lx.same_thing(a.words[0], b.words[0])) or (
                 whole and len(a.words) == len(b.words)
-                and all(lx.same_thing(x, y) for x, y in zip(a.words, b.words, strict=True))))
+                and all(x == y or lx.same_thing(x, y)
+                        for x, y in zip(a.words, b.words, strict=True))))
         if a.negated != b.negated:
             return OPPOSED if same else OTHER
         return SAME if same else OPPOSED

@@ -578,9 +578,11 @@ def _clause_facts(
             rest[1].low, "VERB"
         ):
             # "Your task is to boil water": what the situation is for
-            goal_verb = lx.lemma(rest[1].low, "VERB")
-            target, _ = _noun_phrase(rest[2:])
-            goal = (goal_verb, *((target.head, *target.quals) if target else ()))
+            # the goal's words: its verb, then what it names up to the clause's end ("to use
+            # chemistry to create the substance 'salt water'": the target is at the end)
+            goal = (lx.lemma(rest[1].low, "VERB"), *(
+                lx.lemma(t.low, "NOUN") for t in rest[2:]
+                if t.kind in ("word", "code") and _content(t) and t.low != "to"))[:10]
             facts.append(Fact(head, GOAL, goal, negated=negated, qualifiers=quals,
                               start=subject.start, end=rest[-1].end))
             return facts, subject, " ".join(goal[:2])
