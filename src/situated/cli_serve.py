@@ -154,6 +154,8 @@ def serve(
     import dataclasses
     import os
 
+    from situated.http.protocol import DoorConfig, run  # the `serve` extra, before any output
+
     if host not in LOOPBACK and not allow_remote:
         raise InvalidInput("host", f"{host!r:.60} is not loopback; pass --allow-remote to "
                            "serve other machines (use TLS in front: keys travel in headers)")
@@ -184,8 +186,6 @@ def serve(
     mcp_note = "" if no_mcp else ", MCP /mcp"
     typer.echo(f"situated: serving {settings.db} on http://{host}:{port} "
                f"(dashboard /, docs /docs, OpenAPI /openapi.json{mcp_note})", err=True)
-    from situated.http.protocol import DoorConfig, run
-
     run(DoorConfig("situated.http.serve:app_from_env", factory=True, host=host, port=port,
                    workers=workers, log_level="warning"))
 
