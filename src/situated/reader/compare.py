@@ -354,7 +354,9 @@ def _named_gone(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
     index = _index(now)
     a, b, named = set(then.lemmas), index.lemmas, set(lesson.lemmas)
     things_then, things_now = _things(then), index.things
-    mine = sorted(w for w in named & things_then if w not in _VAGUE and len(w) > 1)
+    doing = {a.split()[0] for a in lesson.actions}  # "order online": what it does, not a thing
+    mine = sorted(w for w in named & things_then
+                  if w not in _VAGUE and w not in doing and len(w) > 1)
     gone = [w for w in mine if w not in things_now and w not in b
             and not any(lx.same_thing(w, x) for x in things_now)]
     if not gone:
