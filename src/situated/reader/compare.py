@@ -551,17 +551,22 @@ SHARED_THINGS = 0.3
 it."""
 
 
-def names_present_things(lesson: Reading, now: Reading) -> bool:
-    """Whether a lesson names something the present names (a noun of its text among the
-    present's words): a lesson about the freezer is about a situation that has a freezer,
-    however long the situation's text, while one about warehouse robots is not about a
-    refund ticket whatever source state it was given."""
+def named_share(lesson: Reading, now: Reading) -> float:
+    """The share of the nouns a lesson names that the present names too: a lesson about the
+    freezer is about a situation that has a freezer, however long the situation's text,
+    while one about warehouse robots is not about a refund ticket whatever source state it
+    was given."""
     present = set(now.lemmas)
     nouns = {lx.lemma(w, "NOUN") for w in lesson.lemmas
              if len(w) > 2 and w not in _VAGUE and _nounish_word(w)}
     shared = {lx.lemma(w, "NOUN") for w in lesson.lemmas if w in present} & nouns
-    # a word in common by chance is not enough: a good share of what the lesson names
-    return bool(shared) and len(shared) >= SHARED_THINGS * len(nouns)
+    return len(shared) / len(nouns) if nouns else 0.0
+
+
+def names_present_things(lesson: Reading, now: Reading) -> bool:
+    """Whether a good share (`SHARED_THINGS`) of what the lesson names the present names too
+    (a word in common by chance is not enough)."""
+    return named_share(lesson, now) >= SHARED_THINGS
 
 
 def _nounish_word(w: str) -> bool:
@@ -594,4 +599,4 @@ def contradiction(memory: Reading, now: Reading) -> str:
 
 
 __all__ = ["MISSING", "OPPOSED", "OTHER", "SAME", "Check", "Judgement", "checkable",
-           "contradiction", "judge", "names_present_things", "relate"]
+           "contradiction", "judge", "named_share", "names_present_things", "relate"]

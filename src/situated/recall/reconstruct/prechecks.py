@@ -18,7 +18,7 @@ from situated.errors import ConditionSyntaxError
 from situated.frozen import quick_init
 from situated.models import FactValue, Kind, LifecycleState, MemoryRecord
 from situated.reader import read
-from situated.reader.compare import checkable, names_present_things
+from situated.reader.compare import checkable, named_share, names_present_things
 from situated.recall.briefing import Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import ReconstructionInput
 
@@ -73,7 +73,9 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     if strict is not None and (item.state_similarity or 0.0) >= COPIED_STATE \
             and item.content_similarity < strict:  # the source state is the present's copy
         irrelevant, floor = True, strict
-    if irrelevant and judged and not situationless and _names_present_things(item):
+    if irrelevant and judged and not situationless and floor is not None and (
+        _names_present_things(item, item.content_similarity >= floor - NEAR_FLOOR)
+    ):
         irrelevant = False  # the embedding misses it, the reading does not
     if irrelevant and (situationless or (ev is not None and ev.missing) or judged):
         return _reject(
@@ -100,14 +102,22 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     return None
 
 
-def _names_present_things(item: ReconstructionInput) -> bool:
-    """Whether the lesson names a thing the present names (`reader.compare`), by the
-    lesson's stored reading and the recall's reading of the present."""
+NEAR_FLOOR = 0.1
+"""Content this close under its floor is relevant when the lesson names anything the present
+names; further under, a good share of what it names (`reader.compare.SHARED_THINGS`)."""
+
+
+def _names_present_things(item: ReconstructionInput, near: bool) -> bool:
+    """Whether the lesson names what the present names (`reader.compare`), by the lesson's
+    stored reading and the recall's reading of the present: a good share of it, or, when its
+    content is `near` the floor, anything."""
     if item.present_reading is None:
         return False
     a = item.analysis
     lesson = a.lesson_reading if a is not None and a.lesson_reading is not None else read(
         item.record.content)
+    if near:
+        return named_share(lesson, item.present_reading) > 0
     return names_present_things(lesson, item.present_reading)
 
 
