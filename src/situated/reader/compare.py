@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from situated.reader import lexicon as lx
 from situated.reader.types import (
@@ -123,7 +124,7 @@ class _Index:
     """A present reading's facts by subject and by qualifier, its words, things and goals:
     built once per present (a recall judges every candidate against the same present)."""
 
-    __slots__ = ("by_qualifier", "by_subject", "goals", "lemmas", "things")
+    __slots__ = ("_about", "by_qualifier", "by_subject", "goals", "lemmas", "things")
 
     def __init__(self, reading: Reading) -> None:
         self.by_subject: dict[str, list[Fact]] = {}
@@ -135,9 +136,18 @@ class _Index:
         self.lemmas = frozenset(reading.lemmas)
         self.things = _things(reading)
         self.goals = _goals(reading)
+        self._about: dict[tuple[str, tuple[str, ...]], list[Fact]] = {}
 
     def about(self, f: Fact) -> list[Fact]:
-        """Present facts that may be about `f`'s subject (same thing, synonym, qualifier)."""
+        """Present facts that may be about `f`'s subject (same thing, synonym, qualifier);
+        remembered per subject for the recall (every candidate asks about the same things)."""
+        key = (f.subject, f.qualifiers)
+        hit = self._about.get(key)
+        if hit is None:
+            hit = self._about[key] = self._find(f)
+        return hit
+
+    def _find(self, f: Fact) -> list[Fact]:
         out: list[Fact] = []
         for subject, facts in self.by_subject.items():
             if subject in f.qualifiers or lx.same_thing(f.subject, subject):
@@ -253,11 +263,16 @@ def _holds(value: float, op: str, bound: float) -> bool:
 # -- the judgement -------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=4096)
+def _words_of(lesson: Reading) -> frozenset[str]:
+    return frozenset(lesson.lemmas)
+
+
 def _mentions(lesson: Reading, f: Fact) -> bool:
     """Does the lesson depend on `f`? It talks about the fact's subject; for a place, a code
     or a holder, about the value itself (a lesson about the kit does not depend on which room
     the kit is in, one about error E24 does depend on the code)."""
-    words = set(lesson.lemmas)
+    words = _words_of(lesson)
     if f.attribute == GOAL:
         return any(part in words for w in f.words[1:] for part in w.lower().split())
     if f.attribute in EXCLUSIVE or f.attribute.endswith(" by"):
