@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from situated.reader import lexicon as lx
 from situated.reader.types import (
@@ -263,16 +262,26 @@ def _holds(value: float, op: str, bound: float) -> bool:
 # -- the judgement -------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=4096)
-def _words_of(lesson: Reading) -> frozenset[str]:
-    return frozenset(lesson.lemmas)
+class _Lesson:
+    """What every check of one judgement asks of the lesson: its words, and the numbers it
+    states by unit (worked out once per judgement, not once per fact)."""
+
+    __slots__ = ("bounds", "reading", "words")
+
+    def __init__(self, reading: Reading) -> None:
+        self.reading = reading
+        self.words = frozenset(reading.lemmas)
+        self.bounds: dict[str, tuple[float, ...]] = {}
+        for c in (*reading.conditions, *reading.facts):
+            if c.number is not None:
+                self.bounds[c.dimension] = (*self.bounds.get(c.dimension, ()), c.number)
 
 
-def _mentions(lesson: Reading, f: Fact) -> bool:
+def _mentions(lesson: _Lesson, f: Fact) -> bool:
     """Does the lesson depend on `f`? It talks about the fact's subject; for a place, a code
     or a holder, about the value itself (a lesson about the kit does not depend on which room
     the kit is in, one about error E24 does depend on the code)."""
-    words = _words_of(lesson)
+    words = lesson.words
     if f.attribute == GOAL:
         return any(part in words for w in f.words[1:] for part in w.lower().split())
     if f.attribute in EXCLUSIVE or f.attribute.endswith(" by"):
@@ -294,9 +303,6 @@ def checkable(f: Fact) -> bool:
     return f.attribute == STATE and bool(f.words) and f.subject not in f.words
 
 
-def _thresholds(lesson: Reading, f: Fact) -> tuple[float, ...]:
-    return tuple(c.number for c in (*lesson.conditions, *lesson.facts)
-                 if c.number is not None and c.dimension == f.dimension)
 
 
 def judge(lesson: Reading, then: Reading | None, now: Reading) -> Judgement:
@@ -314,11 +320,12 @@ def judge(lesson: Reading, then: Reading | None, now: Reading) -> Judgement:
         if found is not None:
             checks.append(_compare(stated, found, (), "lesson"))
     if then is not None:
-        compared = _compare_states(lesson, then, now)
-        checks.extend(compared or _substitution(lesson, then, now))
-        checks.extend(_order_of_events(lesson, then, now))
-        checks.extend(_named_gone(lesson, then, now))
-        checks.extend(_other_goals(then, now))
+        told = _Lesson(lesson)
+        compared = _compare_states(told, then, now.facts, index)
+        checks.extend(compared or _substitution(told, then, now))
+        checks.extend(_order_of_events(told, then, now))
+        checks.extend(_named_gone(told, then, index))
+        checks.extend(_other_goals(then, index))
     return Judgement(tuple(checks))
 
 
@@ -332,11 +339,14 @@ def _goals(reading: Reading) -> set[str]:
             if w not in _VAGUE and w not in _DIRECTIONS}
 
 
-def _other_goals(then: Reading, now: Reading) -> list[Check]:
+def _other_goals(then: Reading, index: _Index) -> list[Check]:
     """Two situations that each ask for several things done (a quest, a task description),
     hardly the same things: the lesson was learned for another task."""
-    a, b = _goals(then), _index(now).goals
-    if len(a) < 3 or len(b) < 3:
+    b = index.goals
+    if len(b) < 3:
+        return []
+    a = _goals(then)
+    if len(a) < 3:
         return []
     shared = {x for x in a if x in b or any(lx.same_thing(x, y) for y in b)}
     if len(shared) >= GOAL_OVERLAP * len(a):
@@ -359,19 +369,19 @@ def _things(reading: Reading) -> set[str]:
     return out - _DIRECTIONS
 
 
-def _named_gone(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
+def _named_gone(lesson: _Lesson, then: Reading, index: _Index) -> list[Check]:
     """Things the lesson names that the source situation had and the present does not name.
 
     When none of the lesson's things from its source situation is here, or one was swapped
     for another in an otherwise same situation, it is another situation (a plan for the
     keycard and the chest of another world); a thing missing among others present is
     unverified."""
-    index = _index(now)
-    a, b, named = set(then.lemmas), index.lemmas, set(lesson.lemmas)
+    named = lesson.words
     things_then, things_now = _things(then), index.things
-    doing = {a.split()[0] for a in lesson.actions}  # "order online": what it does, not a thing
+    doing = {a.split()[0] for a in lesson.reading.actions}  # "order online": what it does
     mine = sorted(w for w in named & things_then
                   if w not in _VAGUE and w not in doing and len(w) > 1)
+    a, b = set(then.lemmas), index.lemmas
     gone = [w for w in mine if w not in things_now and w not in b
             and not any(lx.same_thing(w, x) for x in things_now)]
     if not gone:
@@ -390,14 +400,14 @@ def _event_words(event: str) -> set[str]:
     return {f for w in event.split() for f in lx.forms(w)}
 
 
-def _order_of_events(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
+def _order_of_events(lesson: _Lesson, then: Reading, now: Reading) -> list[Check]:
     """Two events both situations tell, in the other order now ("moved to the kitchen, then
     picked up the pot" / the reverse). The lesson depends on the order when it names both
     events' things."""
     if len(then.actions) < 2 or len(now.actions) < 2:
         return []
     where = {e: i for i, e in reversed(list(enumerate(now.actions)))}
-    named = set(lesson.lemmas)
+    named = lesson.words
     out = []
     seq = [e for e in then.actions if e in where]
     for i, a in enumerate(seq):
@@ -420,7 +430,7 @@ SUBSTITUTION_OVERLAP = 0.6
 read as one value put in place of another ("deploying to production" / "... to staging")."""
 
 
-def _substitution(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
+def _substitution(lesson: _Lesson, then: Reading, now: Reading) -> list[Check]:
     """Two situations the reader found no facts to compare in, that say the same thing but
     for a word or two: a lesson that names the word that changed depends on it."""
     a, b = set(then.lemmas), set(now.lemmas)
@@ -431,7 +441,7 @@ def _substitution(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
         return []
     if any(lx.alike(x, y) or lx.same_thing(x, y) for x in gone for y in new):
         return []  # a synonym, not another value
-    named = sorted(w for w in gone if w in set(lesson.lemmas))
+    named = sorted(w for w in gone if w in lesson.words)
     then_word, now_word = max(sorted(gone), key=len), max(sorted(new), key=len)
     # one word for another in an otherwise identical situation (a minimal pair) is what
     # tells the two situations apart, whether or not the lesson names it
@@ -477,17 +487,22 @@ def _compare(then: Fact, now: Fact, thresholds: Sequence[float], role: str) -> C
     return Check(then, now, rel, role)
 
 
-def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]:
+def _compare_states(lesson: _Lesson, then: Reading, present: Sequence[Fact],
+                    index: _Index) -> list[Check]:
     checks: list[Check] = []
-    present = now.facts
-    index = _index(now)
     pairs: list[tuple[Fact, Fact]] = []
     unmatched: list[Fact] = []
     taken: set[int] = set()
+    told = 0
     for f in then.facts:
         if f.weak:
             continue
-        found = _best(f, (p for p in index.about(f) if id(p) not in taken))
+        told += 1
+        related = index.about(f)
+        if not related:
+            unmatched.append(f)
+            continue
+        found = _best(f, (p for p in related if id(p) not in taken) if taken else related)
         if found is None:
             unmatched.append(f)
             continue
@@ -495,8 +510,9 @@ def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]
         pairs.append((f, found))
     # quantities described differently ("the budget is 40 dollars" / "a 40 dollar limit"):
     # paired in order when both texts state as many of one unit
-    left = [p for p in present if id(p) not in taken and p.number is not None]
-    for dim in sorted({f.dimension for f in unmatched if f.number is not None}):
+    dims = sorted({f.dimension for f in unmatched if f.number is not None}) if unmatched else []
+    left = [p for p in present if p.number is not None and id(p) not in taken] if dims else []
+    for dim in dims:
         mine = [f for f in unmatched if f.number is not None and f.dimension == dim]
         theirs = [p for p in left if p.dimension == dim]
         if mine and len(mine) == len(theirs):
@@ -504,13 +520,13 @@ def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]
             unmatched = [f for f in unmatched if f not in mine]
     # where a situation states two or more quantities of one unit (a price and a budget),
     # what matters is how they compare, not their size: sizes are context there
-    focused = sum(not f.weak for f in then.facts) <= FOCUSED_FACTS
+    focused = told <= FOCUSED_FACTS
     counts: dict[str, int] = {}
     for f, _ in pairs:
         if f.number is not None:
             counts[f.dimension] = counts.get(f.dimension, 0) + 1
     for f, found in pairs:
-        bounds = _thresholds(lesson, f)
+        bounds = lesson.bounds.get(f.dimension, ()) if f.number is not None else ()
         check = _compare(f, found, bounds, "context")
         if f.number is not None:
             # a quantity matters when the lesson talks about it (unless it is one of several
@@ -528,14 +544,14 @@ def _compare_states(lesson: Reading, then: Reading, now: Reading) -> list[Check]
                 check.relation == OPPOSED and f.attribute in (STATE, HAS) and focused)
         check.role = "depends" if mattering else "context"
         checks.append(check)
-    checks.extend(_order_flips(pairs, lesson))
+    checks.extend(_order_flips(pairs))
     for f in unmatched:
         if _mentions(lesson, f):
             checks.append(Check(f, None, MISSING, "depends"))
     return checks
 
 
-def _order_flips(pairs: Sequence[tuple[Fact, Fact]], lesson: Reading) -> list[Check]:
+def _order_flips(pairs: Sequence[tuple[Fact, Fact]]) -> list[Check]:
     """Two quantities of one unit whose order reversed between then and now."""
     out = []
     quantities = [(a, b) for a, b in pairs if a.number is not None and b.number is not None]
