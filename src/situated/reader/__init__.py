@@ -14,7 +14,7 @@ from situated.reader.types import Fact, Reading
 def clear_reader_caches() -> None:
     """Forget every text and word the reader has cached (erasure: no erased text stays)."""
     _compare._INDEXES.clear()
-    for cached in (read, _tokenize, _lexicon.tags, _lexicon.lemma,
+    for cached in (read, _tokenize, _lexicon.tags, _lexicon._parts, _lexicon.lemma,
                    _lexicon.unit, _lexicon.opposite, _lexicon.alike, _lexicon.same_thing,
                    _lexicon.forms):
         cached.cache_clear()

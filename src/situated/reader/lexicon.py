@@ -151,9 +151,14 @@ def tags(word: str) -> dict[str, tuple[str, ...]]:
     return found
 
 
+@lru_cache(maxsize=65536)
+def _parts(word: str) -> frozenset[str]:
+    return frozenset(tags(word))
+
+
 def can_be(word: str, *pos: str) -> bool:
-    t = tags(word)
-    return any(p in t for p in pos)
+    """Whether `word` can be any of the parts of speech `pos` ("VERB", "ADJ", "NOUN")."""
+    return not _parts(word).isdisjoint(pos)
 
 
 @lru_cache(maxsize=65536)

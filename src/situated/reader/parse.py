@@ -75,12 +75,13 @@ def _participle(t: Token) -> bool:
         t.low, "VERB")
 
 
+_FUNCTION_WORDS = (lx.DETERMINERS | lx.PREPOSITIONS | lx.CONJUNCTIONS | lx.COPULAS
+                   | lx.AUXILIARIES | lx.NEGATORS | lx.PRONOUNS | lx.SUBORDINATORS
+                   | lx.ADVERBS)
+
+
 def _content(t: Token) -> bool:
-    return t.kind in ("word", "code") and not (
-        t.low in lx.DETERMINERS or t.low in lx.PREPOSITIONS or t.low in lx.CONJUNCTIONS
-        or t.low in lx.COPULAS or t.low in lx.AUXILIARIES or t.low in lx.NEGATORS
-        or t.low in lx.PRONOUNS or t.low in lx.SUBORDINATORS or t.low in lx.ADVERBS
-    )
+    return (t.kind == "word" or t.kind == "code") and t.low not in _FUNCTION_WORDS
 
 
 def _noun_lemma(word: str) -> str:
