@@ -81,3 +81,43 @@ def test_a_preference_is_not_evidence_on_a_question_of_fact(mem: Memory) -> None
     b = mem.recall(State("Is the Great Wall of China visible from space?"), principal=ME)
     assert not b.items
     assert any("question of fact" in r.detail for r in b.rejected)
+
+
+def test_a_newer_statement_that_contradicts_an_older_one_replaces_it_at_recall(
+    mem: Memory,
+) -> None:
+    # the two read as different keys ((meeting, amount) and (meeting, move)), so nothing is
+    # superseded at write; at recall the newer one's reading contradicts the older's
+    old = mem.add("My meeting with the design team is at 2pm on Friday.", principal=ME,
+                  kind="fact", authority="user_declared")
+    time.sleep(0.02)
+    between = time.time()
+    time.sleep(0.02)
+    new = mem.add("Correction: the design team meeting moved to 3pm on Friday.", principal=ME,
+                  kind="fact", authority="user_declared")
+    assert mem.inspect(old.id, principal=ME).state is LifecycleState.ACTIVE  # nothing deleted
+    question = State("What time is my meeting with the design team on Friday?")
+    now = mem.recall(question, principal=ME)
+    assert [i.memory_id for i in now.items] == [new.id]
+    why = {r.memory_id: r for r in now.rejected}
+    assert why[old.id].reason.value == "SUPERSEDED"
+    assert new.id in why[old.id].detail and "14:00" in why[old.id].detail
+    then = mem.recall(question, principal=ME, as_of=between)
+    assert [i.memory_id for i in then.items] == [old.id]
+
+
+def test_statements_of_different_authors_or_that_agree_are_both_kept(mem: Memory) -> None:
+    other = Principal(tenant="home", roles=set(), clearance="internal", name="planner")
+    mine = mem.add("My meeting with the design team is at 2pm on Friday.", principal=ME,
+                   kind="fact", authority="user_declared")
+    time.sleep(0.02)
+    theirs = mem.add("The design team meeting moved to 3pm on Friday.", principal=other,
+                     kind="fact", authority="user_declared")
+    time.sleep(0.02)
+    agree = mem.add("The design team meeting has a projector.", principal=ME, kind="note",
+                    authority="user_declared")
+    b = mem.recall(State("What time is the design team meeting on Friday?"), principal=ME)
+    served = {i.memory_id for i in b.items}
+    assert {mine.id, theirs.id} <= served, b.explain()
+    assert all(r.reason.value != "SUPERSEDED" for r in b.rejected)
+    assert agree.id not in {r.memory_id for r in b.rejected if r.reason.value == "SUPERSEDED"}

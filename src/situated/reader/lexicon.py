@@ -21,7 +21,7 @@ DETERMINERS = frozenset(
     "both another other either neither much many few several".split()
 )
 NEGATORS = frozenset("not no never none nothing nobody nowhere without cannot n't".split())
-COPULAS = frozenset("is are was were be been being am 's 're".split())
+COPULAS = frozenset("is are was were be been being am 's 're 'm".split())
 LINKING = frozenset(
     "seem seems seemed look looks looked feel feels felt appear appears appeared become "
     "becomes became remain remains remained stay stays stayed sound sounds sounded smell "

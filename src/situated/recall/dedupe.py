@@ -1,7 +1,12 @@
-"""Stage 3, dedupe: collapse near-duplicate memories and keep the best-evidenced one.
+"""Stage 3, dedupe: collapse near-duplicate memories and keep the best-evidenced one; a
+newer statement replaces an older one it contradicts.
 
 One implementation serves both read (candidates of a recall) and write (a new proposal against
 what is stored): `near_duplicate` decides, `collapse` applies it to a candidate list.
+`replaced` finds, among the facts and notes one author wrote in one namespace, the older ones
+a newer one contradicts by the reader's readings ("the meeting is at 2pm" / later "the meeting
+moved to 3pm"): text written without an entity and attribute is superseded at recall as keyed
+facts are at write, and `as_of` before the newer one still serves the older.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from typing import TypeVar
 import numpy as np
 
 from situated.embed.base import Vector
-from situated.models import MemoryRecord, normalise_text
+from situated.models import Kind, MemoryRecord, normalise_text
+from situated.reader import Reading
+from situated.reader.compare import contradiction
 from situated.reader.identity import differs
 from situated.recall.reading import number_strings
 
@@ -112,3 +119,38 @@ def collapse(
             dropped.append((i, twin))
     kept.sort()
     return [items[i] for i in kept], [(items[i], items[j]) for i, j in dropped]
+
+
+STATEMENTS = (Kind.FACT, Kind.NOTE)
+"""Kinds that state something of the world, which a later statement can replace."""
+
+MAX_STATEMENTS = 16
+"""At most this many statements of a recall are compared pairwise (the best ranked)."""
+
+
+def replaced(
+    records: Sequence[MemoryRecord], reading_of: dict[str, Reading | None]
+) -> list[tuple[MemoryRecord, MemoryRecord, str]]:
+    """(older, newer, what differs) for each stored statement a newer statement of the same
+    author and namespace contradicts (by their readings, made once at write: `reading_of`, by
+    memory id). Keyed facts with one key are superseded at write; this finds what their keys
+    do not tell ("the meeting is at 2pm" read as (meeting, clock), "the meeting moved to 3pm"
+    as (meeting, move))."""
+    mine = [r for r in records if r.kind in STATEMENTS
+            and reading_of.get(r.id) is not None][:MAX_STATEMENTS]
+    if len(mine) < 2:
+        return []
+    mine.sort(key=lambda r: (r.validity.valid_from_ts, r.validity.recorded_at_ts))
+    out: list[tuple[MemoryRecord, MemoryRecord, str]] = []
+    for i, old in enumerate(mine):
+        for new in reversed(mine[i + 1:]):  # the newest that contradicts it
+            if (new.proposed_by != old.proposed_by or new.scope.namespace != old.scope.namespace
+                    or new.validity.valid_from_ts <= old.validity.valid_from_ts):
+                continue
+            then, now = reading_of[old.id], reading_of[new.id]
+            assert then is not None and now is not None
+            said = contradiction(then, now)
+            if said:
+                out.append((old, new, said.replace("the present says", "the newer says")))
+                break
+    return out

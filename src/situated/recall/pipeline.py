@@ -39,7 +39,7 @@ from situated.recall.briefing import (
     trace_dict,
 )
 from situated.recall.compile import knapsack, render_line, token_counter
-from situated.recall.dedupe import collapse
+from situated.recall.dedupe import collapse, replaced
 from situated.recall.reconstruct.base import Policy, ReconstructionInput, Reconstructor
 from situated.recall.reconstruct.prechecks import JUDGES_CONTENT, PresentFacts, precheck
 from situated.recall.reconstruct.rules import RulesReconstructor
@@ -139,6 +139,19 @@ def dedupe_stage(r: Recall) -> None:
         detail = f"near-duplicate of {winner.record.id}"
         r.rejected.append(Rejected(dup.record.id, RejectionReason.DUPLICATE, detail, "dedupe"))
         r.trace.append(StageTrace(dup.record.id, "dedupe", "DUPLICATE", detail=detail))
+    # what the kept memories say, as read at write (every later stage uses this reading)
+    for c in r.kept:
+        r.analyses[c.record.id] = decode(c.analysis)  # None: judged from the text
+    readings = {rid: a.lesson_reading if a is not None else None
+                for rid, a in r.analyses.items()}
+    gone: set[str] = set()
+    for old, new, said in replaced([c.record for c in r.kept], readings):
+        detail = f"replaced by the newer {new.id}: {said}"
+        gone.add(old.id)
+        r.rejected.append(Rejected(old.id, RejectionReason.SUPERSEDED, detail, "dedupe"))
+        r.trace.append(StageTrace(old.id, "dedupe", "SUPERSEDED", detail=detail))
+    if gone:
+        r.kept = [c for c in r.kept if c.record.id not in gone]
 
 
 def judge_stage(r: Recall) -> None:
@@ -170,7 +183,7 @@ def judge_stage(r: Recall) -> None:
     for c in r.kept:
         rec = c.record
         state_sim = state_sims.get(c.rid)  # None without a situation to compare
-        analysis = r.analyses[rec.id] = decode(c.analysis)  # None: judged from the text
+        analysis = r.analyses[rec.id]
         item = ReconstructionInput(
             record=rec, present=state, intent=intent, state_similarity=state_sim,
             content_similarity=c.content_similarity, relevance=c.relevance,
