@@ -237,3 +237,24 @@ def test_names_present_things_reads_what_an_embedding_of_a_long_scene_misses() -
     assert names_present_things(read("Look at the freezer first."), scene)
     assert not names_present_things(
         read("Robots may pass people in narrow warehouse aisles at full speed."), scene)
+
+
+def _facts(text: str) -> set[tuple[str, str, tuple[str, ...]]]:
+    return {(f.subject, f.attribute, f.words) for f in facts(text)}
+
+
+def test_it_opening_a_sentence_is_the_thing_last_named() -> None:
+    assert _facts("You see a chest. It is closed.") >= {("chest", STATE, ("closed",))}
+    assert _facts("The fridge is open. It is empty.") >= {("fridge", STATE, ("open",)),
+                                                          ("fridge", STATE, ("empty",))}
+    assert _facts("It is raining. It is cold.") == set()  # weather: no thing was named
+
+
+def test_what_the_speaker_is_is_a_fact_and_what_they_do_an_action() -> None:
+    veg = read("I'm vegetarian.")
+    assert [(f.subject, f.words, f.negated) for f in veg.facts] == [("i", ("vegetarian",), False)]
+    gone = read("I'm no longer vegetarian.").facts
+    assert gone and gone[0].subject == "i" and gone[0].negated
+    reading = read("I am reading Dune.")
+    assert reading.facts == () and reading.actions == ("read dune",)
+    assert read("You are carrying a key.").facts == ()  # the agent's doing, not the speaker

@@ -121,3 +121,15 @@ def test_statements_of_different_authors_or_that_agree_are_both_kept(mem: Memory
     assert {mine.id, theirs.id} <= served, b.explain()
     assert all(r.reason.value != "SUPERSEDED" for r in b.rejected)
     assert agree.id not in {r.memory_id for r in b.rejected if r.reason.value == "SUPERSEDED"}
+
+
+def test_what_the_speaker_no_longer_is_replaces_what_they_were(mem: Memory) -> None:
+    old = mem.add("I'm vegetarian. Have been for about 5 years.", principal=ME, kind="note",
+                  authority="user_declared")
+    time.sleep(0.02)
+    new = mem.add("I started eating fish and chicken again. I'm no longer vegetarian.",
+                  principal=ME, kind="note", authority="user_declared")
+    b = mem.recall(State("Is the user vegetarian?"), principal=ME)
+    assert old.id not in {i.memory_id for i in b.items}
+    assert {r.memory_id: r.reason.value for r in b.rejected}[old.id] == "SUPERSEDED"
+    assert new.id in {i.memory_id for i in b.items}

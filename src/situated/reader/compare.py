@@ -605,13 +605,20 @@ def _nounish_word(w: str) -> bool:
     return "NOUN" in tags or not tags
 
 
-def contradiction(memory: Reading, now: Reading) -> str:
+SPEAKERS = frozenset({"i", "we"})
+"""First-person subjects: the same person in two statements of one author."""
+
+
+def contradiction(memory: Reading, now: Reading, *, same_speaker: bool = False) -> str:
     """What the present states against a memory that asserts facts (a fact or a note), as a
     message; "" when nothing disagrees. An asserted value is exact: another amount (beyond
-    rounding), place, code, name or holder, or an opposite state, contradicts it."""
+    rounding), place, code, name or holder, or an opposite state, contradicts it.
+    `same_speaker`: both texts are one author's, so what "I" or "we" is in one is compared
+    with what "I" or "we" is in the other ("I'm vegetarian" / "I'm no longer vegetarian")."""
     index = _index(now)
     for f in memory.facts:
-        if f.weak or not checkable(f):
+        if f.weak or not (checkable(f) or (
+                same_speaker and f.subject in SPEAKERS and f.attribute == STATE)):
             continue
         found = _best(f, index.about(f))
         if found is None:

@@ -479,6 +479,30 @@ def _state_words(toks: Sequence[Token], k: int) -> tuple[list[str], bool, int]:
     return words, negated, j
 
 
+_SPEAKERS = frozenset({"i", "we"})
+
+
+def _opens_with_it(toks: Sequence[Token]) -> bool:
+    """A sentence about the thing the previous one named: "It is ...", "It's ...", "It has"."""
+    return len(toks) > 1 and toks[0].low == "it" and (
+        toks[1].low in lx.COPULAS or toks[1].low in lx.AUXILIARIES or toks[1].low in lx.LINKING)
+
+
+def _speaker_state(toks: Sequence[Token], v: int) -> _Subject | None:
+    """The speaker as a clause's subject when the clause states what the speaker is ("I'm
+    vegetarian", "we are out of milk", "I am no longer in Denver"): a first-person pronoun
+    and a copula. What the speaker does or is doing ("I moved", "I'm reading Dune") stays an
+    action."""
+    if v != 1 or toks[0].low not in _SPEAKERS or toks[1].low not in lx.COPULAS:
+        return None
+    k = 2
+    while k < len(toks) and (toks[k].low in lx.NEGATORS or toks[k].low in lx.ADVERBS):
+        k += 1
+    if k >= len(toks) or (toks[k].low.endswith("ing") and lx.can_be(toks[k].low, "VERB")):
+        return None
+    return _Subject(toks[0].low, (), False, toks[0].start, toks[0].end)
+
+
 def _clause_facts(
     clause: Clause, carried: _Subject | None
 ) -> tuple[list[Fact], _Subject | None, str | None]:
@@ -514,11 +538,14 @@ def _clause_facts(
     imperative = v == 0 and (carried is None or (
         clause.marker not in ("and", "or", "but") and not toks[0].low.endswith("ing")
         and not clause.aside))
-    if v and all(t.low in _SUBJECTLESS for t in toks[:v]):
+    speaker = _speaker_state(toks, v)
+    if speaker is not None:
+        subject, imperative = speaker, False  # "I'm vegetarian": a state of the speaker
+    elif v and all(t.low in _SUBJECTLESS for t in toks[:v]):
         imperative = True  # "you move to the kitchen": what the agent did, an action
     if subject is None or (subject.head in lx.PRONOUNS and subject.head not in _SUBJECTLESS):
         subject = label_subject or (None if imperative else carried)
-    if subject is not None and subject.head in _SUBJECTLESS:
+    if subject is not None and subject.head in _SUBJECTLESS and speaker is None:
         imperative, subject = True, None
     negated = bool(subject and subject.negated)
     k = v
@@ -786,10 +813,13 @@ def read(text: str) -> Reading:
     conditions: list[Fact] = []
     actions: list[tuple[str, str]] = []
     carried: _Subject | None = None
+    last: _Subject | None = None  # the thing last named: what "it" opens the next sentence on
     sentence = -1
     for clause in clauses(toks):
         if clause.sentence != sentence:
             sentence, carried = clause.sentence, None
+            if last is not None and _opens_with_it(clause.tokens):
+                carried = last  # "You see a chest. It is closed.": the chest is closed
         found, subject, action = _clause_facts(clause, carried)
         marker = clause.marker
         if marker in _POSITIVE_MARKERS or marker in _NEGATIVE_MARKERS:
@@ -803,7 +833,12 @@ def read(text: str) -> Reading:
         if action is not None:
             actions.append((action, marker))
         if subject is not None and not clause.aside:
-            carried = subject
+            carried = last = subject
+        if action is not None and " " in action:
+            # an action's object is named after its subject ("you see a chest")
+            verb, head = action.split(" ", 1)
+            if head != verb:
+                last = _Subject(head, (), False, clause.tokens[0].start, clause.tokens[-1].end)
     lemmas = sorted({f for t in toks if _content(t) and t.kind == "word" for f in lx.forms(t.low)}
                     | {t.low for t in toks if t.kind == "code"})
     ordered = _order(actions)

@@ -149,7 +149,7 @@ def replaced(
                 continue
             then, now = reading_of[old.id], reading_of[new.id]
             assert then is not None and now is not None
-            said = contradiction(then, now)
+            said = contradiction(then, now, same_speaker=True)
             if said:
                 out.append((old, new, said.replace("the present says", "the newer says")))
                 break
