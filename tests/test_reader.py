@@ -258,3 +258,22 @@ def test_what_the_speaker_is_is_a_fact_and_what_they_do_an_action() -> None:
     reading = read("I am reading Dune.")
     assert reading.facts == () and reading.actions == ("read dune",)
     assert read("You are carrying a key.").facts == ()  # the agent's doing, not the speaker
+
+
+def test_a_sequence_of_actions_and_reported_states_is_ordered() -> None:
+    door, kitchen, oven = ("the door is now open", "you move to the kitchen",
+                           "the oven is on")
+    then = f"First, {door}. Then, {kitchen}. After that, {oven}."
+    swapped = f"First, {kitchen}. Then, {door}. After that, {oven}."
+    later = f"First, {door}. Then, {oven}. After that, {kitchen}."
+    assert read(then).events == ("door=open", "move kitchen", "oven=on")
+    assert read("The door is open. The oven is on.").events == ()  # a scene, not a sequence
+    lesson = read("Open the door to the kitchen, then go to the kitchen.")
+    named = [c for c in judge(lesson, read(then), read(swapped)).checks
+             if c.label == "order of events"]
+    assert [(c.relation, c.role) for c in named] == [(OPPOSED, "depends")]
+    assert "door open before move kitchen" in named[0].line()
+    # the oven's place in the sequence is not something the lesson names
+    other = [c for c in judge(lesson, read(then), read(later)).checks
+             if c.label == "order of events"]
+    assert [(c.relation, c.role) for c in other] == [(OPPOSED, "context")]

@@ -400,23 +400,37 @@ def _event_words(event: str) -> set[str]:
     return {f for w in event.split() for f in lx.forms(w)}
 
 
+def _things_of_event(event: str) -> set[str]:
+    """The forms of the words naming an event's things: an action's object ("move kitchen":
+    kitchen), a reported state's subject ("door=open": door)."""
+    if "=" in event:
+        return _event_words(event.split("=", 1)[0])
+    return _event_words(event) - {*lx.forms(event.split()[0])}
+
+
+def _shown(event: str) -> str:
+    return event.replace("=", " ")
+
+
 def _order_of_events(lesson: _Lesson, then: Reading, now: Reading) -> list[Check]:
     """Two events both situations tell, in the other order now ("moved to the kitchen, then
-    picked up the pot" / the reverse). The lesson depends on the order when it names both
-    events' things."""
-    if len(then.actions) < 2 or len(now.actions) < 2:
+    picked up the pot" / the reverse; "First, the door is open. Then, you move to the
+    kitchen." / the reverse). The lesson depends on the order when it names both events'
+    things."""
+    a_seq = then.events if then.events and now.events else then.actions
+    b_seq = now.events if then.events and now.events else now.actions
+    if len(a_seq) < 2 or len(b_seq) < 2:
         return []
-    where = {e: i for i, e in reversed(list(enumerate(now.actions)))}
+    where = {e: i for i, e in reversed(list(enumerate(b_seq)))}
     named = lesson.words
     out = []
-    seq = [e for e in then.actions if e in where]
+    seq = [e for e in a_seq if e in where]
     for i, a in enumerate(seq):
         for b in seq[i + 1:]:
             if a != b and where[a] > where[b]:
-                depends = all(_event_words(e) & named - {*lx.forms(e.split()[0])}
-                              for e in (a, b))
-                out.append(Check(_words("order", f"{a} before {b}"),
-                                 _words("order", f"{b} before {a}"), OPPOSED,
+                depends = all(_things_of_event(e) & named for e in (a, b))
+                out.append(Check(_words("order", f"{_shown(a)} before {_shown(b)}"),
+                                 _words("order", f"{_shown(b)} before {_shown(a)}"), OPPOSED,
                                  "depends" if depends else "context", "order of events"))
     return out
 

@@ -814,8 +814,11 @@ def read(text: str) -> Reading:
     actions: list[tuple[str, str]] = []
     carried: _Subject | None = None
     last: _Subject | None = None  # the thing last named: what "it" opens the next sentence on
+    events: list[str] = []
+    steps = 0  # "first", "then", "after that", "finally": how often the text marks a sequence
     sentence = -1
     for clause in clauses(toks):
+        steps += _marks_a_step(clause)
         if clause.sentence != sentence:
             sentence, carried = clause.sentence, None
             if last is not None and _opens_with_it(clause.tokens):
@@ -830,8 +833,12 @@ def read(text: str) -> Reading:
                 conditions.append(_negate(f) if flip else f)
         else:
             facts.extend(found)
+            events.extend(f"{f.subject}={'not ' if f.negated else ''}{' '.join(f.words)}"
+                          for f in found if not f.weak and f.number is None and f.words
+                          and f.attribute in (STATE, WHERE))
         if action is not None:
             actions.append((action, marker))
+            events.append(action)
         if subject is not None and not clause.aside:
             carried = last = subject
         if action is not None and " " in action:
@@ -845,7 +852,20 @@ def read(text: str) -> Reading:
     return Reading(
         facts=tuple(facts[:MAX_FACTS]), conditions=tuple(conditions[:MAX_FACTS]),
         lemmas=tuple(lemmas), actions=tuple(ordered[:MAX_ACTIONS]), question=_question(toks),
+        events=tuple(events[:MAX_ACTIONS]) if steps >= 2 else (),
     )
+
+
+_STEPS = frozenset("first then next finally later afterwards afterward".split())
+
+
+def _marks_a_step(clause: Clause) -> bool:
+    """A clause opened by a word of sequence ("then ...", "First,", "After that,")."""
+    if clause.marker in _STEPS:
+        return True
+    words = [t.low for t in clause.tokens[:2]]
+    return bool(words) and (words[0] in _STEPS or (
+        clause.marker == "after" and words == ["that"]))
 
 
 _WH = frozenset("what when where who whom whose which how why".split())

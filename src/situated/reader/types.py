@@ -121,6 +121,10 @@ class Reading(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
     question: str = ""
     """"fact" for a question of fact ("When does the store close?"), "choice" for a question
     of what to do or pick ("Which seat should I book?"), "" for a statement."""
+    events: tuple[str, ...] = ()
+    """What happened, in the order told, in a text that tells a sequence ("First, the door is
+    open. Then, you move to the kitchen."): its actions ("move kitchen") and the states it
+    reports between them, as "subject=state" ("door=open"); () for other texts."""
 
     @property
     def empty(self) -> bool:
