@@ -277,3 +277,14 @@ def test_a_sequence_of_actions_and_reported_states_is_ordered() -> None:
     other = [c for c in judge(lesson, read(then), read(later)).checks
              if c.label == "order of events"]
     assert [(c.relation, c.role) for c in other] == [(OPPOSED, "context")]
+
+
+def test_a_lesson_naming_a_compound_noun_depends_on_what_that_thing_is() -> None:
+    then = read("In the workshop, you see:\n\tan inclined plane with a cloth surface\n\ta table")
+    now = read("In the workshop, you see:\n\tan inclined plane with a paper surface\n\ta table")
+    lesson = read("Look at the inclined plane before you do anything else here.")
+    surface = [c for c in judge(lesson, then, now).checks if c.fact.attribute.startswith("of:")]
+    assert [(c.relation, c.role) for c in surface] == [(OPPOSED, "depends")]
+    other = read("Look at the table before you do anything else here.")
+    assert [c.role for c in judge(other, then, now).checks
+            if c.fact.attribute.startswith("of:")] == ["context"]

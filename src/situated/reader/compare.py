@@ -288,6 +288,8 @@ def _mentions(lesson: _Lesson, f: Fact) -> bool:
         return any(part in words for w in f.words[:2] for part in w.lower().split())
     if f.subject in words or any(q in words for q in f.qualifiers):
         return True
+    if " " in f.subject and all(part in words for part in f.subject.split()):
+        return True  # "the inclined plane": a compound noun, named word by word
     return f.attribute not in (STATE, HAS) and f.attribute in words
 
 
