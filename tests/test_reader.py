@@ -288,3 +288,15 @@ def test_a_lesson_naming_a_compound_noun_depends_on_what_that_thing_is() -> None
     other = read("Look at the table before you do anything else here.")
     assert [c.role for c in judge(other, then, now).checks
             if c.fact.attribute.startswith("of:")] == ["context"]
+
+
+def test_a_thing_named_with_its_modifiers_is_gone_though_others_of_its_kind_remain() -> None:
+    scene = "On the table is: a battery, a black wire, a {} wire, a switch."
+    then, now = read(scene.format("blue")), read(scene.format("red"))
+    lesson = read("Deal with the blue wire first; the rest can wait.")
+    gone = [c for c in judge(lesson, then, now).checks if c.role == "depends"
+            and c.relation == OPPOSED]
+    assert any("blue wire" in c.line() for c in gone), judge(lesson, then, now).checks
+    same = read("Deal with the black wire first; the rest can wait.")
+    assert not [c for c in judge(same, then, now).checks
+                if c.role == "depends" and c.relation == OPPOSED]

@@ -386,6 +386,15 @@ def _named_gone(lesson: _Lesson, then: Reading, index: _Index) -> list[Check]:
     a, b = set(then.lemmas), index.lemmas
     gone = [w for w in mine if w not in things_now and w not in b
             and not any(lx.same_thing(w, x) for x in things_now)]
+    # a thing the lesson names with its modifiers ("the blue wire"): gone when no thing now
+    # has them all, though others of its kind are here (a black wire)
+    for f in then.facts:
+        if f.qualifiers and f.subject in named and all(q in named for q in f.qualifiers):
+            whole = " ".join((*f.qualifiers, f.subject))
+            if whole not in mine and not any(
+                    set(f.qualifiers) <= set(p.qualifiers) for p in index.about(f)):
+                mine.append(whole)
+                gone.append(whole)
     if not gone:
         return []
     swapped = len(a & b) >= SUBSTITUTION_OVERLAP * max(len(a), len(b)) and bool(
