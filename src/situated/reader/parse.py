@@ -461,8 +461,8 @@ def _state_words(toks: Sequence[Token], k: int) -> tuple[list[str], bool, int]:
             negated = True
         elif low in lx.DETERMINERS and words:
             break
-        elif low in lx.ADVERBS or low in lx.DETERMINERS:
-            pass
+        elif (low in lx.ADVERBS and low not in lx.LOCATIVE) or low in lx.DETERMINERS:
+            pass  # "around" is a place before a noun ("located around the bathroom")
         elif low in _PARTICLES and (j + 1 == len(toks) or toks[j + 1].kind == "punct"):
             words.append(low)
         elif low in lx.PREPOSITIONS or low in lx.CONJUNCTIONS or t.kind != "word":
@@ -476,6 +476,13 @@ def _state_words(toks: Sequence[Token], k: int) -> tuple[list[str], bool, int]:
                 break
         j += 1
     return words, negated, j
+
+
+def _purpose(subject: _Subject, rest: Sequence[Token]) -> bool:
+    """Whether a copula's complement says what the subject is for ("task" ... "is to boil
+    water")."""
+    return subject.head in _PURPOSES and len(rest) > 1 and rest[0].low == "to" and lx.can_be(
+        rest[1].low, "VERB")
 
 
 def _clause_facts(
@@ -564,8 +571,12 @@ def _clause_facts(
         inner, _, _ = _clause_facts(Clause(tuple(said), "", clause.sentence), subject)
         facts.extend(inner)  # "the label says the beans cost 15 dollars": what it says
         return facts, subject, None
-    quantities, used = _quantities(toks[k:], subject, verb if not linking else None, negated)
-    if v and not quantities and _noun_phrase(toks[:v])[0] is None:
+    # "Your task is to focus on the 4 life stages of the dove": a number in a purpose is one of
+    # the goal's words' company, not an amount of the task (read as the goal below)
+    purpose = linking and _purpose(subject, toks[k:])
+    quantities, used = ([], set()) if purpose else _quantities(
+        toks[k:], subject, verb if not linking else None, negated)
+    if v and not quantities and not purpose and _noun_phrase(toks[:v])[0] is None:
         quantities, used = _quantities(toks[:v], subject, None, negated)  # "of which 20% is"
     facts.extend(quantities)
     facts.extend(_codes(toks, subject, used | set(range(v))))
@@ -574,9 +585,7 @@ def _clause_facts(
     rest = toks[k:]
     head, quals = subject.head, subject.quals
     if linking:
-        if head in _PURPOSES and len(rest) > 1 and rest[0].low == "to" and lx.can_be(
-            rest[1].low, "VERB"
-        ):
+        if purpose:
             # "Your task is to boil water": what the situation is for
             # the goal's words: its verb, then what it names up to the clause's end ("to use
             # chemistry to create the substance 'salt water'": the target is at the end)
