@@ -478,6 +478,18 @@ def _state_words(toks: Sequence[Token], k: int) -> tuple[list[str], bool, int]:
     return words, negated, j
 
 
+def _placed_in_order(rest: Sequence[Token]) -> list[Fact]:
+    """Where the things an order goes to or comes from are, as its noun phrases say ("move
+    it to the red box in the kitchen": the red box is in the kitchen; "take the mug from the
+    shelf in the hall"). The object's own place is where it is to go, not where it is."""
+    out: list[Fact] = []
+    for i, t in enumerate(rest):
+        if i and t.low in lx.PREPOSITIONS:  # not the object's own ("put the mug in the
+            _, extra = _noun_phrase(rest[i + 1:])  # microwave" is where it is to go)
+            out += [f for f in extra if f.attribute == WHERE and f not in out]
+    return out
+
+
 def _purpose(subject: _Subject, rest: Sequence[Token]) -> bool:
     """Whether a copula's complement says what the subject is for ("task" ... "is to boil
     water")."""
@@ -565,6 +577,7 @@ def _clause_facts(
                 rest = rest[1:]  # "deploy to production": where to
             obj, _ = _noun_phrase(rest)
             action = " ".join([verb, *((obj.head,) if obj else ())])
+            facts.extend(_placed_in_order(rest))
         return facts, carried, action
     if verb in REPORTING and len(toks) - k > 1:
         said = toks[k + 1:] if toks[k].low == "that" else toks[k:]
