@@ -584,8 +584,8 @@ def _clause_facts(
         inner, _, _ = _clause_facts(Clause(tuple(said), "", clause.sentence), subject)
         facts.extend(inner)  # "the label says the beans cost 15 dollars": what it says
         return facts, subject, None
-    # "Your task is to focus on the 4 life stages of the dove": a number in a purpose is one of
-    # the goal's words' company, not an amount of the task (read as the goal below)
+    # "Your task is to focus on the 4 life stages of the dove": a number in a purpose belongs
+    # to the goal (read below), it is not an amount of the task
     purpose = linking and _purpose(subject, toks[k:])
     quantities, used = ([], set()) if purpose else _quantities(
         toks[k:], subject, verb if not linking else None, negated)
