@@ -40,7 +40,7 @@ PREPOSITIONS = frozenset(
 )
 LOCATIVE = frozenset(
     "in on at inside into onto under above below behind near beside beneath within upon "
-    "outside".split()
+    "outside around".split()
 )
 """Prepositions that place a thing somewhere: "the key is in the box" is where the key is."""
 CONJUNCTIONS = frozenset("and or but nor so yet then plus".split())

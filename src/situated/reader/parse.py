@@ -462,8 +462,8 @@ def _state_words(toks: Sequence[Token], k: int) -> tuple[list[str], bool, int]:
             negated = True
         elif low in lx.DETERMINERS and words:
             break
-        elif low in lx.ADVERBS or low in lx.DETERMINERS:
-            pass
+        elif (low in lx.ADVERBS and low not in lx.LOCATIVE) or low in lx.DETERMINERS:
+            pass  # "around" is a place before a noun ("located around the bathroom")
         elif low in _PARTICLES and (j + 1 == len(toks) or toks[j + 1].kind == "punct"):
             words.append(low)
         elif low in lx.PREPOSITIONS or low in lx.CONJUNCTIONS or t.kind != "word":
@@ -501,6 +501,25 @@ def _speaker_state(toks: Sequence[Token], v: int) -> _Subject | None:
     if k >= len(toks) or (toks[k].low.endswith("ing") and lx.can_be(toks[k].low, "VERB")):
         return None
     return _Subject(toks[0].low, (), False, toks[0].start, toks[0].end)
+
+
+def _placed_in_order(rest: Sequence[Token]) -> list[Fact]:
+    """Where the things an order goes to or comes from are, as its noun phrases say ("move
+    it to the red box in the kitchen": the red box is in the kitchen; "take the mug from the
+    shelf in the hall"). The object's own place is where it is to go, not where it is."""
+    out: list[Fact] = []
+    for i, t in enumerate(rest):
+        if i and t.low in lx.PREPOSITIONS:  # not the object's own ("put the mug in the
+            _, extra = _noun_phrase(rest[i + 1:])  # microwave" is where it is to go)
+            out += [f for f in extra if f.attribute == WHERE and f not in out]
+    return out
+
+
+def _purpose(subject: _Subject, rest: Sequence[Token]) -> bool:
+    """Whether a copula's complement says what the subject is for ("task" ... "is to boil
+    water")."""
+    return subject.head in _PURPOSES and len(rest) > 1 and rest[0].low == "to" and lx.can_be(
+        rest[1].low, "VERB")
 
 
 def _clause_facts(
@@ -586,14 +605,19 @@ def _clause_facts(
                 rest = rest[1:]  # "deploy to production": where to
             obj, _ = _noun_phrase(rest)
             action = " ".join([verb, *((obj.head,) if obj else ())])
+            facts.extend(_placed_in_order(rest))
         return facts, carried, action
     if verb in REPORTING and len(toks) - k > 1:
         said = toks[k + 1:] if toks[k].low == "that" else toks[k:]
         inner, _, _ = _clause_facts(Clause(tuple(said), "", clause.sentence), subject)
         facts.extend(inner)  # "the label says the beans cost 15 dollars": what it says
         return facts, subject, None
-    quantities, used = _quantities(toks[k:], subject, verb if not linking else None, negated)
-    if v and not quantities and _noun_phrase(toks[:v])[0] is None:
+    # "Your task is to focus on the 4 life stages of the dove": a number in a purpose belongs
+    # to the goal (read below), it is not an amount of the task
+    purpose = linking and _purpose(subject, toks[k:])
+    quantities, used = ([], set()) if purpose else _quantities(
+        toks[k:], subject, verb if not linking else None, negated)
+    if v and not quantities and not purpose and _noun_phrase(toks[:v])[0] is None:
         quantities, used = _quantities(toks[:v], subject, None, negated)  # "of which 20% is"
     facts.extend(quantities)
     facts.extend(_codes(toks, subject, used | set(range(v))))
@@ -602,9 +626,7 @@ def _clause_facts(
     rest = toks[k:]
     head, quals = subject.head, subject.quals
     if linking:
-        if head in _PURPOSES and len(rest) > 1 and rest[0].low == "to" and lx.can_be(
-            rest[1].low, "VERB"
-        ):
+        if purpose:
             # "Your task is to boil water": what the situation is for
             # the goal's words: its verb, then what it names up to the clause's end ("to use
             # chemistry to create the substance 'salt water'": the target is at the end)
