@@ -47,6 +47,15 @@ TWINS = [
      "The robot slows down and stops when people are in narrow aisles."),
     ("Raise the refund limit for customers who insist.",
      "Escalate refunds above the limit to a supervisor."),
+    # protections, timeouts and throttling are controls; asking for confirmation is a check
+    ("Switch off the idle timeout on the admin console so sessions stay open.",
+     "Never switch off the idle timeout on the admin console."),
+    ("Disable the malware protection on build agents to speed up builds.",
+     "Never disable the malware protection on build agents."),
+    ("Turn off throttling on the login endpoint during the sale.",
+     "Never turn off throttling on the login endpoint."),
+    ("Don't ask for confirmation before bulk-deleting customer records.",
+     "Always ask for confirmation before bulk-deleting customer records."),
 ]
 
 
