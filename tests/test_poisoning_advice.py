@@ -186,3 +186,26 @@ def test_a_payload_split_across_memories_is_never_served(tmp_path: Path) -> None
     served = {i.memory_id for i in b.items}
     assert not {first.id, second.id} <= served
     assert any(r.reason is RejectionReason.SUSPECTED_POISONING for r in b.rejected)
+
+
+@pytest.mark.parametrize("text", [
+    "Delete expired session tokens from the cache every night.",
+    "Remove unused passwords from the shared vault.",
+    "Delete old credentials after rotating them.",
+])
+def test_retiring_a_stale_secret_is_not_weakening_a_control(text: str) -> None:
+    """Disposing of an expired, unused or old secret retires it (hygiene); it is not a
+    control bypassed, and reads as strengthening."""
+    advice = read_advice(text)
+    assert advice.weakens == (), text
+    assert advice.polarity == "strengthens", text
+
+
+@pytest.mark.parametrize("text", [
+    "Delete the session tokens from the cache.",  # not stale: a live secret removed
+    "Remove the expired password check.",  # the check is the object, not the password
+    "Remove the old safety guard from the press.",  # a control, not a secret
+    "Ignore expired tokens.",  # accepting a stale secret, not disposing of it
+])
+def test_removing_a_live_secret_or_a_stale_control_still_weakens(text: str) -> None:
+    assert read_advice(text).polarity == "weakens", text

@@ -132,6 +132,19 @@ WEAKEN = _words(
     "desactiva*", "desativ*", "désactiv*", "deaktivier*", "contourn*", "umgeh*", "elude*",
     "evita*", "salte*", "pula*", "saltate"
 )
+DISPOSE = _words(
+    "remov*", "delet*", "drop", "drops", "dropped", "purg*", "clear", "clears", "cleared",
+    "clean up", "cleans up", "wipe", "wipes", "wiped", "retire", "retires", "retired",
+    "revok*", "invalidat*", "expire", "expires",
+)
+"""Weakening verbs that dispose of their object (the others bypass it and leave it in place)."""
+STALE = _words(
+    "expired", "old", "older", "stale", "unused", "inactive", "idle", "revoked", "obsolete",
+    "outdated", "superseded", "leaked", "compromised", "orphaned", "dangling", "abandoned",
+    "previous", "temporary", "temp",
+)
+"""What makes a secret due for disposal: deleting expired tokens or unused keys retires them
+(hygiene), where skipping or bypassing an expired one accepts it."""
 DATA = _words(
     "all data", "all the data", "user data", "customer data", "patient data", "personal data",
     "data", "datos", "données", "daten", "dados", "memory", "memories", "context",
@@ -427,15 +440,25 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
     for first, _, _ in _spans(WEAKEN_ALWAYS, clause, starts):
         polar(first, "falsifies or pre-approves", True)
         taken.add(first)
+    disposing = {a for a, _, _ in _spans(DISPOSE, clause, starts)}
+    stale = _spans(STALE, clause, starts)
     for rx, objects, label in (
         (WEAKEN, control, "skips a control"),
         (ALTER, limit, "alters a limit or date"),
         (EXPOSE, secret, "exposes a secret"),
     ):
         for first, last, _ in _spans(rx, clause, starts):
-            if first not in taken and after(last, objects) is not None:
-                taken.add(first)
-                polar(first, label, True)
+            if first in taken or after(last, objects) is None:
+                continue
+            taken.add(first)
+            if first in disposing and not before(first, negations) and _qualified(
+                last, secret, stale, control
+            ):
+                # "delete expired tokens", "remove unused api keys": a secret retired, not a
+                # control bypassed (an old guard or log removed is still a control gone)
+                strong.append("retires a stale secret")
+                continue
+            polar(first, label, True)
     tokens = [m.group(0) for m in _TOKEN.finditer(clause)]
     for m in _HAND_OVER.finditer(clause):
         first = _token_at(starts, m.start())
@@ -470,6 +493,22 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
         weak.append("makes an exception for speed")
     runs = bool(DECODE.search(clause) and RUN.search(clause))
     return weak, strong, runs
+
+
+def _qualified(verb_end: int, objects: list[tuple[int, int, str]],
+               qualifiers: list[tuple[int, int, str]],
+               heads: list[tuple[int, int, str]]) -> bool:
+    """Whether a qualifier stands between the verb ending at token `verb_end` and its object
+    (the first object within `_WINDOW` tokens after it that is not the qualifier itself:
+    `expired` is also a control word), and no other noun of `heads` follows that object as
+    the thing it qualifies."""
+    marks = {q for q, _, _ in qualifiers}
+    found = next(((a, b) for a, b, _ in objects
+                  if verb_end < a <= verb_end + _WINDOW and a not in marks), None)
+    if found is None or not any(verb_end < q < found[0] for q in marks):
+        return False
+    # the object's head, not a modifier of another control ("the expired password check")
+    return not any(found[1] < c <= found[1] + 2 for c, _, _ in heads)
 
 
 _PURPOSE = frozenset(
