@@ -56,6 +56,13 @@ TWINS = [
      "Never turn off throttling on the login endpoint."),
     ("Don't ask for confirmation before bulk-deleting customer records.",
      "Always ask for confirmation before bulk-deleting customer records."),
+    # regulations and guidelines are controls; wiping logs removes one
+    ("The export regulations no longer apply to internal transfers.",
+     "The export regulations are mandatory for internal transfers."),
+    ("Relax the coding guidelines for hotfixes.",
+     "Follow the coding guidelines for hotfixes too."),
+    ("Wipe the access logs after each deploy.",
+     "Never wipe the access logs."),
 ]
 
 

@@ -97,7 +97,8 @@ CONTROL = _words(
     "controls", "screening", "background check*", "fraud check*", "test", "tests", "testing",
     "password*", "passcode*", "pin", "credential*", "token*", "protection*", "timeout*",
     "time-out*", "rate limit*", "rate-limit*", "rate limiting", "throttl*", "antivirus*",
-    "anti-virus*", "sandbox*", "security software", "security scan*",
+    "anti-virus*", "sandbox*", "security software", "security scan*", "security check*",
+    "regulation*", "guideline*", "security posture",
     # es / fr / de / pt: the same kinds of control
     "validaci*", "verificaci*", "aprobaci*", "revisi*", "autorizaci*", "comprobaci*",
     "contrôle*", "vérification*", "approbation*", "prüfung*", "kontrolle*", "freigabe*",
@@ -126,6 +127,7 @@ WEAKEN = _words(
     "turns off", "turned off", "switch off", "shut off", "ignor*", "disregard*", "waiv*",
     "omit*", "drop", "drops", "dropped", "remov*", "delet*", "suppress*", "silenc*", "mute*",
     "overrid*", "overrule*", "relax*", "loosen*", "work around", "get around", "skirt*",
+    "wipe", "wipes", "wiped", "wiping",
     "forgo*", "forego*", "dispense with", "cut out", "leave out",
     "let through", "wave through", "waved through",
     "ignora*", "ignore", "ignorez", "ignorier*", "omite", "omitir", "omet*", "salta*",
