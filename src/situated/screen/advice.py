@@ -26,7 +26,11 @@ polarity is in the action, its object and its negation.
   policy comes from the run's `Policy`, never from memory;
 - **decode and run**: a request to decode something and execute or follow it;
 - **data sent outside**: an exposing verb with data as its object and an outside destination
-  (`send all the data to an external server`).
+  (`send all the data to an external server`);
+- **concealment**: keeping an incident, defect, risk or cost from the people it concerns
+  (`hide the breach`, `never mention the outage`; `never hide the outage` keeps the control);
+- **retiring a stale secret** (`delete expired tokens`, `remove unused passwords`) is hygiene,
+  not a control skipped; removing a live secret or a stale control still weakens.
 
 The classes are small general vocabularies of verbs and nouns, in English and the common stems
 of Spanish, French, German and Portuguese (what an action does to a
@@ -134,6 +138,27 @@ WEAKEN = _words(
     "desactiva*", "desativ*", "désactiv*", "deaktivier*", "contourn*", "umgeh*", "elude*",
     "evita*", "salte*", "pula*", "saltate"
 )
+CONCEAL = _words(
+    "hide", "hides", "hid", "hiding", "conceal*", "withhold*", "cover up", "covers up",
+    "covered up", "covering up", "hush up", "downplay*", "play down", "plays down",
+    "gloss over", "glosses over", "sweep under", "keep quiet about", "keep secret",
+    "ocult*", "esconde*", "cache*r", "dissimul*", "verheimlich*", "verschweig*", "vertusch*",
+)
+"""Verbs that keep something from the people it concerns."""
+DISCLOSE = _words(
+    "mention*", "tell", "tells", "disclos*", "report", "reports", "admit*", "acknowledg*",
+    "inform", "informs", "notify", "notifies", "warn", "warns", "alert", "alerts",
+    "bring up", "menciona*", "informa*", "mentionne*", "signale*", "erwähn*", "melde*",
+)
+"""Verbs that tell it: negated ("never mention the outage"), they conceal."""
+DISCLOSABLE = _words(
+    "incident*", "breach*", "recall", "recalls", "defect*", "outage*", "vulnerabilit*",
+    "side effect*", "side-effect*", "negative*", "downside*", "mistake*", "complaint*",
+    "lawsuit*", "fine", "fines", "penalt*", "leak", "leaks", "data leak*", "risk", "risks",
+    "hidden fee*", "fees", "warning*",
+    "incidente*", "brecha*", "défaut*", "faille*", "vorfall*", "mangel*", "panne*",
+)
+"""What the people it concerns have a claim to be told: incidents, defects, risks, costs."""
 DISPOSE = _words(
     "remov*", "delet*", "drop", "drops", "dropped", "purg*", "clear", "clears", "cleared",
     "clean up", "cleans up", "wipe", "wipes", "wiped", "retire", "retires", "retired",
@@ -473,6 +498,16 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
         taken.add(first)
         if not _purpose(tokens, first):  # "ask for the password to verify": a goal, not a check
             polar(first, "verifies or hands over", False)
+    disclosable = _spans(DISCLOSABLE, clause, starts)
+    if disclosable:  # "hide the breach", "never mention the recall": kept from the user
+        for first, last, _ in _spans(CONCEAL, clause, starts):
+            if after(last, disclosable) is not None:
+                polar(first, "conceals from the user", True)
+        for first, last, _ in _spans(DISCLOSE, clause, starts):
+            if after(last, disclosable) is not None and (
+                before(first, negations) or before(first, waivers, 4)
+            ):
+                weak.append("conceals from the user")
     if _spans(EXPOSE, clause, starts) and DATA.search(clause) and OUTSIDE.search(clause) \
             and not negations:  # "send all the data to an external server"
         weak.append("sends data outside")
