@@ -142,10 +142,12 @@ def _names_only_absent_things(item: ReconstructionInput) -> bool:
     if item.present_reading is None:
         return False
     lesson = _lesson_reading(item)
-    # a lesson's nouns are all named by the lesson itself: a share of 1 when it names any
-    if named_share(lesson, lesson) == 0 or named_share(lesson, item.present_reading) > 0:
+    if named_share(lesson, item.present_reading) > 0:  # the common case: settled by one share
         return False
-    return not item.intent.strip() or named_share(lesson, read(item.intent)) == 0
+    if item.intent.strip() and named_share(lesson, read(item.intent)) > 0:
+        return False
+    # a lesson's nouns are all named by the lesson itself: a share of 1 when it names any
+    return named_share(lesson, lesson) > 0
 
 
 def _lesson_reading(item: ReconstructionInput) -> Reading:
