@@ -47,6 +47,29 @@ TWINS = [
      "The robot slows down and stops when people are in narrow aisles."),
     ("Raise the refund limit for customers who insist.",
      "Escalate refunds above the limit to a supervisor."),
+    # protections, timeouts and throttling are controls; asking for confirmation is a check
+    ("Switch off the idle timeout on the admin console so sessions stay open.",
+     "Never switch off the idle timeout on the admin console."),
+    ("Disable the malware protection on build agents to speed up builds.",
+     "Never disable the malware protection on build agents."),
+    ("Turn off throttling on the login endpoint during the sale.",
+     "Never turn off throttling on the login endpoint."),
+    ("Don't ask for confirmation before bulk-deleting customer records.",
+     "Always ask for confirmation before bulk-deleting customer records."),
+    # regulations and guidelines are controls; wiping logs removes one
+    ("The export regulations no longer apply to internal transfers.",
+     "The export regulations are mandatory for internal transfers."),
+    ("Relax the coding guidelines for hotfixes.",
+     "Follow the coding guidelines for hotfixes too."),
+    ("Wipe the access logs after each deploy.",
+     "Never wipe the access logs."),
+    # keeping incidents, defects and risks from the people they concern
+    ("Never mention the outage to the affected customers.",
+     "Never hide the outage from the affected customers."),
+    ("Downplay the vulnerability in the release notes.",
+     "Never downplay a vulnerability in the release notes."),
+    ("No need to tell patients about the side effects.",
+     "Do not conceal side effects from patients."),
 ]
 
 
@@ -177,3 +200,26 @@ def test_a_payload_split_across_memories_is_never_served(tmp_path: Path) -> None
     served = {i.memory_id for i in b.items}
     assert not {first.id, second.id} <= served
     assert any(r.reason is RejectionReason.SUSPECTED_POISONING for r in b.rejected)
+
+
+@pytest.mark.parametrize("text", [
+    "Delete expired session tokens from the cache every night.",
+    "Remove unused passwords from the shared vault.",
+    "Delete old credentials after rotating them.",
+])
+def test_retiring_a_stale_secret_is_not_weakening_a_control(text: str) -> None:
+    """Disposing of an expired, unused or old secret retires it (hygiene); it is not a
+    control bypassed, and reads as strengthening."""
+    advice = read_advice(text)
+    assert advice.weakens == (), text
+    assert advice.polarity == "strengthens", text
+
+
+@pytest.mark.parametrize("text", [
+    "Delete the session tokens from the cache.",  # not stale: a live secret removed
+    "Remove the expired password check.",  # the check is the object, not the password
+    "Remove the old safety guard from the press.",  # a control, not a secret
+    "Ignore expired tokens.",  # accepting a stale secret, not disposing of it
+])
+def test_removing_a_live_secret_or_a_stale_control_still_weakens(text: str) -> None:
+    assert read_advice(text).polarity == "weakens", text

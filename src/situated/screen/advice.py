@@ -26,7 +26,11 @@ polarity is in the action, its object and its negation.
   policy comes from the run's `Policy`, never from memory;
 - **decode and run**: a request to decode something and execute or follow it;
 - **data sent outside**: an exposing verb with data as its object and an outside destination
-  (`send all the data to an external server`).
+  (`send all the data to an external server`);
+- **concealment**: keeping an incident, defect, risk or cost from the people it concerns
+  (`hide the breach`, `never mention the outage`; `never hide the outage` keeps the control);
+- **retiring a stale secret** (`delete expired tokens`, `remove unused passwords`) is hygiene,
+  not a control skipped; removing a live secret or a stale control still weakens.
 
 The classes are small general vocabularies of verbs and nouns, in English and the common stems
 of Spanish, French, German and Portuguese (what an action does to a
@@ -95,7 +99,10 @@ CONTROL = _words(
     "labels", "labeling", "labelling", "firewall*", "encryption", "backup*", "ppe",
     "helmet*", "goggles", "gloves", "harness*", "precaution*", "restriction*", "control",
     "controls", "screening", "background check*", "fraud check*", "test", "tests", "testing",
-    "password*", "passcode*", "pin", "credential*", "token*",
+    "password*", "passcode*", "pin", "credential*", "token*", "protection*", "timeout*",
+    "time-out*", "rate limit*", "rate-limit*", "rate limiting", "throttl*", "antivirus*",
+    "anti-virus*", "sandbox*", "security software", "security scan*", "security check*",
+    "regulation*", "guideline*", "security posture",
     # es / fr / de / pt: the same kinds of control
     "validaci*", "verificaci*", "aprobaci*", "revisi*", "autorizaci*", "comprobaci*",
     "contrôle*", "vérification*", "approbation*", "prüfung*", "kontrolle*", "freigabe*",
@@ -124,12 +131,47 @@ WEAKEN = _words(
     "turns off", "turned off", "switch off", "shut off", "ignor*", "disregard*", "waiv*",
     "omit*", "drop", "drops", "dropped", "remov*", "delet*", "suppress*", "silenc*", "mute*",
     "overrid*", "overrule*", "relax*", "loosen*", "work around", "get around", "skirt*",
+    "wipe", "wipes", "wiped", "wiping",
     "forgo*", "forego*", "dispense with", "cut out", "leave out",
     "let through", "wave through", "waved through",
     "ignora*", "ignore", "ignorez", "ignorier*", "omite", "omitir", "omet*", "salta*",
     "desactiva*", "desativ*", "désactiv*", "deaktivier*", "contourn*", "umgeh*", "elude*",
     "evita*", "salte*", "pula*", "saltate"
 )
+CONCEAL = _words(
+    "hide", "hides", "hid", "hiding", "conceal*", "withhold*", "cover up", "covers up",
+    "covered up", "covering up", "hush up", "downplay*", "play down", "plays down",
+    "gloss over", "glosses over", "sweep under", "keep quiet about", "keep secret",
+    "ocult*", "esconde*", "cache*r", "dissimul*", "verheimlich*", "verschweig*", "vertusch*",
+)
+"""Verbs that keep something from the people it concerns."""
+DISCLOSE = _words(
+    "mention*", "tell", "tells", "disclos*", "report", "reports", "admit*", "acknowledg*",
+    "inform", "informs", "notify", "notifies", "warn", "warns", "alert", "alerts",
+    "bring up", "menciona*", "informa*", "mentionne*", "signale*", "erwähn*", "melde*",
+)
+"""Verbs that tell it: negated ("never mention the outage"), they conceal."""
+DISCLOSABLE = _words(
+    "incident*", "breach*", "recall", "recalls", "defect*", "outage*", "vulnerabilit*",
+    "side effect*", "side-effect*", "negative*", "downside*", "mistake*", "complaint*",
+    "lawsuit*", "fine", "fines", "penalt*", "leak", "leaks", "data leak*", "risk", "risks",
+    "hidden fee*", "fees", "warning*",
+    "incidente*", "brecha*", "défaut*", "faille*", "vorfall*", "mangel*", "panne*",
+)
+"""What the people it concerns have a claim to be told: incidents, defects, risks, costs."""
+DISPOSE = _words(
+    "remov*", "delet*", "drop", "drops", "dropped", "purg*", "clear", "clears", "cleared",
+    "clean up", "cleans up", "wipe", "wipes", "wiped", "retire", "retires", "retired",
+    "revok*", "invalidat*", "expire", "expires",
+)
+"""Weakening verbs that dispose of their object (the others bypass it and leave it in place)."""
+STALE = _words(
+    "expired", "old", "older", "stale", "unused", "inactive", "idle", "revoked", "obsolete",
+    "outdated", "superseded", "leaked", "compromised", "orphaned", "dangling", "abandoned",
+    "previous", "temporary", "temp",
+)
+"""What makes a secret due for disposal: deleting expired tokens or unused keys retires them
+(hygiene), where skipping or bypassing an expired one accepts it."""
 DATA = _words(
     "all data", "all the data", "user data", "customer data", "patient data", "personal data",
     "data", "datos", "données", "daten", "dados", "memory", "memories", "context",
@@ -189,6 +231,9 @@ STRENGTHEN = _words(
     "double check", "hand over", "hands over", "handed over", "hand off", "hands off",
     "hand-off", "wait for", "waits for", "waiting for", "wait until", "get approval",
     "get sign-off", "obtain approval", "seek approval", "ask for approval", "ask for sign-off",
+    "ask for confirmation", "asks for confirmation", "asking for confirmation",
+    "ask for permission", "asks for permission", "asking for permission", "ask for consent",
+    "asks for consent", "asking for consent",
     "ask a supervisor", "ask a manager", "ask for a second", "slow down", "slows down",
     "dispose of", "follow the", "keep the check",
     "verifica", "verificar", "comprueba", "comprobar", "vérifie*", "vérifier", "prüf*",
@@ -422,15 +467,25 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
     for first, _, _ in _spans(WEAKEN_ALWAYS, clause, starts):
         polar(first, "falsifies or pre-approves", True)
         taken.add(first)
+    disposing = {a for a, _, _ in _spans(DISPOSE, clause, starts)}
+    stale = _spans(STALE, clause, starts)
     for rx, objects, label in (
         (WEAKEN, control, "skips a control"),
         (ALTER, limit, "alters a limit or date"),
         (EXPOSE, secret, "exposes a secret"),
     ):
         for first, last, _ in _spans(rx, clause, starts):
-            if first not in taken and after(last, objects) is not None:
-                taken.add(first)
-                polar(first, label, True)
+            if first in taken or after(last, objects) is None:
+                continue
+            taken.add(first)
+            if first in disposing and not before(first, negations) and _qualified(
+                last, secret, stale, control
+            ):
+                # "delete expired tokens", "remove unused api keys": a secret retired, not a
+                # control bypassed (an old guard or log removed is still a control gone)
+                strong.append("retires a stale secret")
+                continue
+            polar(first, label, True)
     tokens = [m.group(0) for m in _TOKEN.finditer(clause)]
     for m in _HAND_OVER.finditer(clause):
         first = _token_at(starts, m.start())
@@ -443,6 +498,16 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
         taken.add(first)
         if not _purpose(tokens, first):  # "ask for the password to verify": a goal, not a check
             polar(first, "verifies or hands over", False)
+    disclosable = _spans(DISCLOSABLE, clause, starts)
+    if disclosable:  # "hide the breach", "never mention the recall": kept from the user
+        for first, last, _ in _spans(CONCEAL, clause, starts):
+            if after(last, disclosable) is not None:
+                polar(first, "conceals from the user", True)
+        for first, last, _ in _spans(DISCLOSE, clause, starts):
+            if after(last, disclosable) is not None and (
+                before(first, negations) or before(first, waivers, 4)
+            ):
+                weak.append("conceals from the user")
     if _spans(EXPOSE, clause, starts) and DATA.search(clause) and OUTSIDE.search(clause) \
             and not negations:  # "send all the data to an external server"
         weak.append("sends data outside")
@@ -465,6 +530,22 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
         weak.append("makes an exception for speed")
     runs = bool(DECODE.search(clause) and RUN.search(clause))
     return weak, strong, runs
+
+
+def _qualified(verb_end: int, objects: list[tuple[int, int, str]],
+               qualifiers: list[tuple[int, int, str]],
+               heads: list[tuple[int, int, str]]) -> bool:
+    """Whether a qualifier stands between the verb ending at token `verb_end` and its object
+    (the first object within `_WINDOW` tokens after it that is not the qualifier itself:
+    `expired` is also a control word), and no other noun of `heads` follows that object as
+    the thing it qualifies."""
+    marks = {q for q, _, _ in qualifiers}
+    found = next(((a, b) for a, b, _ in objects
+                  if verb_end < a <= verb_end + _WINDOW and a not in marks), None)
+    if found is None or not any(verb_end < q < found[0] for q in marks):
+        return False
+    # the object's head, not a modifier of another control ("the expired password check")
+    return not any(found[1] < c <= found[1] + 2 for c, _, _ in heads)
 
 
 _PURPOSE = frozenset(

@@ -17,7 +17,7 @@ from situated.conditions import Condition, ConditionResult, Truth, evaluate, par
 from situated.errors import ConditionSyntaxError
 from situated.frozen import quick_init
 from situated.models import FactValue, Kind, LifecycleState, MemoryRecord
-from situated.reader import read
+from situated.reader import Reading, read
 from situated.reader.compare import checkable, named_share, names_present_things
 from situated.recall.briefing import Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import ReconstructionInput
@@ -33,8 +33,9 @@ _MATCHED, _MISMATCHED, _UNKNOWN = Truth.MATCHED, Truth.MISMATCHED, Truth.UNKNOWN
 
 def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     """Expired, superseded, policy version, conditions, relevance of the content (under the
-    embedder's floor: not relevant, whatever its source state), unknown source state, in
-    order."""
+    embedder's floor: not relevant, whatever its source state; in the band where unrelated
+    pairs still reach, or beside a copied source state, also when it names nothing the
+    present names), unknown source state, in order."""
     rec = item.record
     v = rec.validity
     until = v.valid_until_ts
@@ -69,12 +70,15 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
     # decide, as they do for a lesson of their own
     situationless = rec.kind is not _LESSON or src is None or src.is_empty
     judged = "judges_content" in item.extra and _says_enough(item.present.text, item.intent)
-    strict = item.extra.get("copied_state_floor") if judged else None
-    if strict is not None and (item.state_similarity or 0.0) >= COPIED_STATE \
-            and item.content_similarity < strict:  # the source state is the present's copy
+    strict: float | None = item.extra.get("copied_state_floor") if judged else None
+    # the source state is the present's copy: it vouches for nothing
+    copied = strict is not None and (item.state_similarity or 0.0) >= COPIED_STATE
+    if copied and strict is not None and item.content_similarity < strict:
         irrelevant, floor = True, strict
     if irrelevant and judged and not situationless and floor is not None and (
-        _names_present_things(item, item.content_similarity >= floor - NEAR_FLOOR)
+        # a word in common by chance rescues nothing beside a copied situation
+        _names_present_things(item, not copied
+                              and item.content_similarity >= floor - NEAR_FLOOR)
     ):
         irrelevant = False  # the embedding misses it, the reading does not
     if irrelevant and (situationless or (ev is not None and ev.missing) or judged):
@@ -82,6 +86,17 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
             item, RejectionReason.LOW_EXPECTED_UTILITY,
             f"not relevant: content similarity {item.content_similarity:.2f} below the "
             f"floor {floor:.2f} of {item.embedder.split(':')[0]}",
+        )
+    if judged and not situationless and strict is not None and (
+        copied or item.content_similarity < strict
+    ) and _names_only_absent_things(item):
+        # the embedding cannot tell (unrelated pairs reach this far), the reading can: a
+        # lesson none of whose things the present names is about something else
+        return _reject(
+            item, RejectionReason.LOW_EXPECTED_UTILITY,
+            f"not relevant: content similarity {item.content_similarity:.2f}"
+            + (" beside a copied source state" if copied else f" under {strict:.2f}")
+            + ", and nothing the lesson names is named now",
         )
     if rec.kind is _PREFERENCE and item.present_reading is not None and (
         item.present_reading.question == "fact"
@@ -119,6 +134,26 @@ def _names_present_things(item: ReconstructionInput, near: bool) -> bool:
     if near:
         return named_share(lesson, item.present_reading) > 0
     return names_present_things(lesson, item.present_reading)
+
+
+def _names_only_absent_things(item: ReconstructionInput) -> bool:
+    """Whether the lesson names things and neither the present nor the recall's intent names
+    any of them."""
+    if item.present_reading is None:
+        return False
+    lesson = _lesson_reading(item)
+    if named_share(lesson, item.present_reading) > 0:  # the common case: settled by one share
+        return False
+    if item.intent.strip() and named_share(lesson, read(item.intent)) > 0:
+        return False
+    # a lesson's nouns are all named by the lesson itself: a share of 1 when it names any
+    return named_share(lesson, lesson) > 0
+
+
+def _lesson_reading(item: ReconstructionInput) -> Reading:
+    a = item.analysis
+    return a.lesson_reading if a is not None and a.lesson_reading is not None else read(
+        item.record.content)
 
 
 def states_conditions(item: ReconstructionInput) -> bool:
