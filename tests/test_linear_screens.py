@@ -139,7 +139,7 @@ _PREFIXES = sorted({prefix for prefix, _ in SHAPES.values()} | {
 _ALPHABET = "a_.(@ 1-x\\%&#{}$[]<>/:=+`'\"\n\tZé0" + "\u200b"
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
+@settings(max_examples=8, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(prefix=st.sampled_from(_PREFIXES), unit=st.text(_ALPHABET, min_size=1, max_size=6))
 def test_every_screen_is_linear_on_generated_shapes(prefix: str, unit: str) -> None:
