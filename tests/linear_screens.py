@@ -25,8 +25,9 @@ from situated.models import (
     Validity,
 )
 from situated.reader import read
-from situated.reader.compare import contradiction, judge
+from situated.reader.compare import judge
 from situated.reader.identity import differs
+from situated.reader.present import contradiction
 from situated.reader.subjects import key_of
 from situated.recall import analysis, reading
 from situated.screen import surfaces

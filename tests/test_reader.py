@@ -230,7 +230,7 @@ def test_a_plan_for_another_world_is_another_situation() -> None:
 
 
 def test_names_present_things_reads_what_an_embedding_of_a_long_scene_misses() -> None:
-    from situated.reader.compare import names_present_things
+    from situated.reader.present import names_present_things
 
     scene = read("In it, you see: a fridge, a table, an ultra low temperature freezer, a "
                  "counter, a sink, a cupboard, a stove, an oven.")

@@ -19,8 +19,8 @@ import numpy as np
 from situated.embed.base import Vector
 from situated.models import Kind, MemoryRecord, normalise_text
 from situated.reader import Reading
-from situated.reader.compare import contradiction
 from situated.reader.identity import differs
+from situated.reader.present import contradiction
 from situated.recall.reading import number_strings
 
 NEAR_DUPLICATE = 0.95

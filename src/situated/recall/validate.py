@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from situated.models import Kind, MemoryRecord, State, normalise_text
 from situated.reader import Reading, read
-from situated.reader.compare import contradiction
+from situated.reader.present import contradiction
 from situated.recall.briefing import Claim, Reconstruction, RejectionReason, Verdict
 from situated.recall.reading import screen
 from situated.recall.reconstruct.base import Policy

@@ -18,7 +18,8 @@ from situated.errors import ConditionSyntaxError
 from situated.frozen import quick_init
 from situated.models import FactValue, Kind, LifecycleState, MemoryRecord
 from situated.reader import Reading, read
-from situated.reader.compare import checkable, named_share, names_present_things
+from situated.reader.compare import checkable
+from situated.reader.present import named_share, names_present_things
 from situated.recall.briefing import Reconstruction, RejectionReason, Verdict
 from situated.recall.reconstruct.base import ReconstructionInput
 
@@ -119,7 +120,7 @@ def precheck(item: ReconstructionInput, as_of: float) -> Reconstruction | None:
 
 NEAR_FLOOR = 0.1
 """Content this close under its floor is relevant when the lesson names anything the present
-names; further under, a good share of what it names (`reader.compare.SHARED_THINGS`)."""
+names; further under, a good share of what it names (`reader.present.SHARED_THINGS`)."""
 
 
 def _names_present_things(item: ReconstructionInput, near: bool) -> bool:

@@ -1,0 +1,73 @@
+"""What the present's reading says of a memory as a whole, not of one dependency: whether it
+names a good share of the things a lesson names (relevance read from text, beside the
+embedding's), and whether it contradicts what a fact or a note asserts.
+
+Both use `compare`'s matching of facts (same subject, same key) and its relations.
+"""
+
+from __future__ import annotations
+
+from situated.reader import lexicon as lx
+from situated.reader.compare import _VAGUE, OPPOSED, _best, _index, checkable, relate
+from situated.reader.types import STATE, Reading
+
+SHARED_THINGS = 0.3
+"""Share of the nouns a lesson names that the present must name for the lesson to be about
+it."""
+
+
+def named_share(lesson: Reading, now: Reading) -> float:
+    """The share of the nouns a lesson names that the present names too: a lesson about the
+    freezer is about a situation that has a freezer, however long the situation's text,
+    while one about warehouse robots is not about a refund ticket whatever source state it
+    was given."""
+    present = set(now.lemmas)
+    nouns = {lx.lemma(w, "NOUN") for w in lesson.lemmas
+             if len(w) > 2 and w not in _VAGUE and _nounish_word(w)}
+    shared = {lx.lemma(w, "NOUN") for w in lesson.lemmas if w in present} & nouns
+    return len(shared) / len(nouns) if nouns else 0.0
+
+
+def names_present_things(lesson: Reading, now: Reading) -> bool:
+    """Whether a good share (`SHARED_THINGS`) of what the lesson names the present names too
+    (a word in common by chance is not enough)."""
+    return named_share(lesson, now) >= SHARED_THINGS
+
+
+def _nounish_word(w: str) -> bool:
+    tags = lx.tags(w)
+    return "NOUN" in tags or not tags
+
+
+SPEAKERS = frozenset({"i", "we"})
+"""First-person subjects: the same person in two statements of one author."""
+
+
+def contradiction(memory: Reading, now: Reading, *, same_speaker: bool = False) -> str:
+    """What the present states against a memory that asserts facts (a fact or a note), as a
+    message; "" when nothing disagrees. An asserted value is exact: another amount (beyond
+    rounding), place, code, name or holder, or an opposite state, contradicts it.
+    `same_speaker`: both texts are one author's, so what "I" or "we" is in one is compared
+    with what "I" or "we" is in the other ("I'm vegetarian" / "I'm no longer vegetarian")."""
+    index = _index(now)
+    for f in memory.facts:
+        if f.weak or not (checkable(f) or (
+                same_speaker and f.subject in SPEAKERS and f.attribute == STATE)):
+            continue
+        found = _best(f, index.about(f))
+        if found is None:
+            continue
+        if f.number is not None and found.number is not None:
+            if f.op == "==" and found.op == "==" and abs(f.number - found.number) > 0.01 * max(
+                abs(f.number), abs(found.number)
+            ):
+                return (f"memory says {f.label()} {f.value_text()}, the present says "
+                        f"{found.value_text()}")
+            continue
+        if relate(f, found) == OPPOSED:
+            return (f"memory says {f.label()}: {f.value_text()}, the present says "
+                    f"{found.value_text()}")
+    return ""
+
+
+__all__ = ["SHARED_THINGS", "SPEAKERS", "contradiction", "named_share", "names_present_things"]
