@@ -71,7 +71,13 @@ from rich.table import Table
 from situated.embed import DEFAULT_EMBEDDER, Embedder
 from situated.errors import InvalidInput, UsageError
 from situated.eval.envs.stats import Estimate, bootstrap_mean, wilson
-from situated.eval.envs.swagent import NO_ADVICE, Advice, BriefedAgent, Plan, parse_guidance
+from situated.eval.envs.swagent import (
+    NO_ADVICE,
+    Advice,
+    BriefedAgent,
+    Plan,
+    read_briefing,
+)
 from situated.eval.envs.swparse import (
     AMBIGUOUS,
     Room,
@@ -84,7 +90,6 @@ from situated.eval.envs.swparse import (
     task_facts,
 )
 from situated.eval.envs.swtasks import resolve_tasks
-from situated.eval.reader import parse_context
 from situated.memory import Memory
 from situated.models import FactValue, LifecycleState, Principal, State
 from situated.recall.compile import token_counter
@@ -522,25 +527,11 @@ class Compiled:
             state, principal=self.principal, intent=intent, namespace=namespace(task),
             k=self.cfg.k, budget_tokens=self.cfg.budget_tokens,
         )
-        latency = (time.perf_counter() - t0) * 1000
-        plans: list[Plan] = []
-        avoid: list[tuple[str, str]] = []
-        text = b.render()
-        for item in parse_context(text):  # what the agent reads: the rendered briefing
-            if item.ref is None or item.labelled_rejected:
-                continue
-            plan, bad = parse_guidance(item.ref, item.text)
-            if plan is not None and plan.id not in exclude:
-                plans.append(plan)
-            avoid += bad
-            self.served_kinds["plan" if plan else "failure" if bad else "other"] += 1
+        advice, kinds = read_briefing(b, (time.perf_counter() - t0) * 1000, exclude)
+        self.served_kinds.update(kinds)
         self.rejections.update(r.reason.value for r in b.rejected)
         self.modes[b.mode.value] += 1
-        return Advice(
-            b.mode.value, plans=tuple(plans), avoid=tuple(avoid), text=text,
-            tokens=token_counter().count(text), latency_ms=latency, ref=b.recall_id,
-            served=tuple(i.memory_id for i in b.items),
-        )
+        return advice
 
     def feedback(self, episode: Episode) -> None:
         if not self.cfg.feedback:

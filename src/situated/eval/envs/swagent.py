@@ -35,8 +35,14 @@ import random
 import re
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from situated.eval.envs.swparse import Room, focus_steps, normalise_action
+from situated.eval.reader import parse_context
+from situated.recall.compile import token_counter
+
+if TYPE_CHECKING:
+    from situated.recall.briefing import Briefing
 
 _PLAN = re.compile(r"\bTo (?P<task>[^:]{1,300}): (?P<steps>.+)$", re.S)
 _WENT_WRONG = re.compile(r"What went wrong: '(.+?)' did not work here")
@@ -84,6 +90,30 @@ def parse_guidance(memory_id: str, text: str) -> tuple[Plan | None, list[tuple[s
         s.strip().rstrip(".").strip() for s in m.group("steps").split(";") if s.strip(" .")
     )
     return (Plan(memory_id, steps) if steps else None), []
+
+
+def read_briefing(
+    b: Briefing, latency_ms: float, exclude: frozenset[str]
+) -> tuple[Advice, list[str]]:
+    """What the agent reads of a briefing: the plans (those not in `exclude`) and the actions
+    to avoid in its rendered text, items the rendering labels as rejected left out, as
+    `Advice`; and the kind of each item read (`plan`, `failure` or `other`)."""
+    plans: list[Plan] = []
+    avoid: list[tuple[str, str]] = []
+    kinds: list[str] = []
+    text = b.render()
+    for item in parse_context(text):  # what the agent reads: the rendered briefing
+        if item.ref is None or item.labelled_rejected:
+            continue
+        plan, bad = parse_guidance(item.ref, item.text)
+        if plan is not None and plan.id not in exclude:
+            plans.append(plan)
+        avoid += bad
+        kinds.append("plan" if plan else "failure" if bad else "other")
+    advice = Advice(b.mode.value, plans=tuple(plans), avoid=tuple(avoid), text=text,
+                    tokens=token_counter().count(text), latency_ms=latency_ms,
+                    ref=b.recall_id, served=tuple(i.memory_id for i in b.items))
+    return advice, kinds
 
 
 def _focus_key(action: str) -> str | None:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from situated.embed import Embedder
 from situated.eval.envs.stats import Estimate, bootstrap_mean, wilson
-from situated.eval.envs.swagent import NO_ADVICE, Advice, Plan, parse_guidance
+from situated.eval.envs.swagent import NO_ADVICE, Advice, Plan, parse_guidance, read_briefing
 from situated.eval.envs.twgame import (
     COOKING,
     INTENT,
@@ -31,7 +31,6 @@ from situated.eval.envs.twgame import (
     run_episode,
     walkthrough,
 )
-from situated.eval.reader import parse_context
 from situated.memory import Memory
 from situated.models import LifecycleState, Principal, State
 from situated.recall.compile import token_counter
@@ -124,17 +123,7 @@ class Compiled:
         b = self.mem.recall(state, principal=self.principal, intent=self.play.intent,
                             namespace=self.play.namespace, k=self.cfg.k,
                             budget_tokens=self.cfg.budget_tokens)
-        latency = (time.perf_counter() - t0) * 1000
-        plans: list[Plan] = []
-        avoid: list[tuple[str, str]] = []
-        text = b.render()
-        for item in parse_context(text):  # what the agent reads: the rendered briefing
-            if item.ref is None or item.labelled_rejected:
-                continue
-            plan, bad = parse_guidance(item.ref, item.text)
-            if plan is not None and plan.id not in exclude:
-                plans.append(plan)
-            avoid += bad
+        advice, _ = read_briefing(b, (time.perf_counter() - t0) * 1000, exclude)
         verdicts = {i.memory_id: i.verdict.value for i in b.items}
         for i in b.items:
             plan, bad = parse_guidance(i.memory_id, i.text)
@@ -142,9 +131,7 @@ class Compiled:
             self.served[f"{kind} {verdicts[i.memory_id]}"] += 1
         self.modes[b.mode.value] += 1
         self.rejections.update(r.reason.value for r in b.rejected)
-        return Advice(b.mode.value, plans=tuple(plans), avoid=tuple(avoid), text=text,
-                      tokens=token_counter().count(text), latency_ms=latency, ref=b.recall_id,
-                      served=tuple(i.memory_id for i in b.items))
+        return advice
 
     def feedback(self, episode: Episode) -> None:
         for advice in episode.advices:
