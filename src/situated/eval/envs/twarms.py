@@ -28,6 +28,7 @@ from situated.eval.envs.twgame import (
     INTENT,
     Episode,
     Play,
+    Settings,
     run_episode,
     walkthrough,
 )
@@ -40,17 +41,9 @@ BASELINE = "no_memory"
 RAW_HEADER = "Relevant past experience:"
 
 
-class RecallSettings(Protocol):
-    """What the compiled arm and memory building need of a benchmark's configuration."""
-
-    @property
-    def step_cap(self) -> int: ...
-
-    @property
-    def seed(self) -> int: ...
-
-    @property
-    def max_consults(self) -> int: ...
+class RecallSettings(Settings, Protocol):
+    """What the compiled arm and memory building need of a benchmark's configuration: an
+    episode's settings, and how much a recall may bring."""
 
     @property
     def k(self) -> int: ...
