@@ -43,12 +43,14 @@ SPEAKERS = frozenset({"i", "we"})
 """First-person subjects: the same person in two statements of one author."""
 
 
-def contradiction(memory: Reading, now: Reading, *, same_speaker: bool = False) -> str:
+def contradiction(memory: Reading, now: Reading, *, same_speaker: bool = False,
+                  other: str = "the present") -> str:
     """What the present states against a memory that asserts facts (a fact or a note), as a
     message; "" when nothing disagrees. An asserted value is exact: another amount (beyond
     rounding), place, code, name or holder, or an opposite state, contradicts it.
     `same_speaker`: both texts are one author's, so what "I" or "we" is in one is compared
-    with what "I" or "we" is in the other ("I'm vegetarian" / "I'm no longer vegetarian")."""
+    with what "I" or "we" is in the other ("I'm vegetarian" / "I'm no longer vegetarian").
+    `other`: what the message calls `now`."""
     index = _index(now)
     for f in memory.facts:
         if f.weak or not (checkable(f) or (
@@ -61,11 +63,11 @@ def contradiction(memory: Reading, now: Reading, *, same_speaker: bool = False) 
             if f.op == "==" and found.op == "==" and abs(f.number - found.number) > 0.01 * max(
                 abs(f.number), abs(found.number)
             ):
-                return (f"memory says {f.label()} {f.value_text()}, the present says "
+                return (f"memory says {f.label()} {f.value_text()}, {other} says "
                         f"{found.value_text()}")
             continue
         if relate(f, found) == OPPOSED:
-            return (f"memory says {f.label()}: {f.value_text()}, the present says "
+            return (f"memory says {f.label()}: {f.value_text()}, {other} says "
                     f"{found.value_text()}")
     return ""
 

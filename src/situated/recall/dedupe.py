@@ -149,8 +149,8 @@ def replaced(
                 continue
             then, now = reading_of[old.id], reading_of[new.id]
             assert then is not None and now is not None
-            said = contradiction(then, now, same_speaker=True)
+            said = contradiction(then, now, same_speaker=True, other="the newer")
             if said:
-                out.append((old, new, said.replace("the present says", "the newer says")))
+                out.append((old, new, said))
                 break
     return out
