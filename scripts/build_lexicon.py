@@ -9,7 +9,10 @@ most frequent senses of each word:
   to (a head adjective and its satellites, "wet": soggy, damp, ...) and which clusters are
   antonyms of which ("wet" / "dry");
 - verbs and adverbs: their synsets and their direct antonyms ("open" / "close");
-- nouns: their synsets, so that "washer" and "washing machine" are one thing.
+- nouns: their synsets, so that "washer" and "washing machine" are one thing;
+- verbs: the lexicographer file of each of their most frequent senses (motion, change,
+  stative, ...), so that the reader knows "relocate to Austin" moves its subject and "talk to
+  Sam" does not.
 
 Run it where WordNet's database files are installed (Debian: `apt-get install wordnet-base`,
 files in /usr/share/wordnet), then commit the output:
@@ -69,6 +72,13 @@ def parse_data(path: Path) -> dict[int, tuple[str, list[str], list[tuple[str, in
     return out
 
 
+def lexicographer_files(path: Path) -> dict[int, int]:
+    """offset -> the lexicographer file its synset is in (38: verb.motion, 30: verb.change)."""
+    return {int(p[0]): int(p[1]) for p in (
+        line.split(maxsplit=2) for line in path.read_text(encoding="latin-1").splitlines()
+        if not line.startswith(" "))}
+
+
 def clean(word: str) -> str:
     """WordNet's form of a word: underscores for spaces, `(a)`/`(p)` markers dropped."""
     return word.split("(")[0].replace("_", " ")
@@ -82,6 +92,7 @@ def build(wordnet: Path) -> dict[str, object]:
     adv_index = parse_index(wordnet / "index.adv", "r")
     adv = parse_data(wordnet / "data.adv")
     noun_index = parse_index(wordnet / "index.noun", "n")
+    verb_files = lexicographer_files(wordnet / "data.verb")
 
     def cluster(offset: int) -> int:
         ss_type, _, ptrs = adj[offset]
@@ -126,6 +137,7 @@ def build(wordnet: Path) -> dict[str, object]:
         "verb_antonyms": lexical_antonyms(verb_index, verb),
         "adverb_antonyms": lexical_antonyms(adv_index, adv),
         "nouns": {clean(w): o for w, o in noun_index.items()},
+        "verb_files": {clean(w): [verb_files[o] for o in offs] for w, offs in verb_index.items()},
     }
 
 

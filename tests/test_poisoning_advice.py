@@ -223,3 +223,14 @@ def test_retiring_a_stale_secret_is_not_weakening_a_control(text: str) -> None:
 ])
 def test_removing_a_live_secret_or_a_stale_control_still_weakens(text: str) -> None:
     assert read_advice(text).polarity == "weakens", text
+
+
+@pytest.mark.parametrize("text, weakens", [
+    ("When the press jams, stop and check the guard again.", False),  # halt, then check
+    ("If the reading drifts, pause or verify the sensor.", False),
+    ("Stop checking the guard when the line is behind.", True),
+    ("Do not verify the sensor on night shifts.", True),
+])
+def test_a_negation_does_not_reach_across_a_coordination(text: str, weakens: bool) -> None:
+    """"stop and check" checks; "stop checking" does not."""
+    assert bool(read_advice(text).weakens) is weakens, text

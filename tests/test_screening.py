@@ -304,3 +304,11 @@ def test_threshold_is_the_shipped_one() -> None:
     folder = Path(str(files("situated") / "screen" / "model"))
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     assert threshold() == config["threshold"]
+
+
+def test_a_texts_score_does_not_depend_on_its_batch() -> None:
+    attacks = [t for texts in ATTACKS.values() for t in texts][:12]
+    texts = [*attacks, "Annual plans past 30 days get a prorated refund, not a full one."]
+    batch = InjectionModel().screen_many(texts)
+    alone = [InjectionModel().screen(t) for t in texts]
+    assert [s.score for s in batch] == [s.score for s in alone]

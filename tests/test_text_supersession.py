@@ -86,8 +86,8 @@ def test_a_preference_is_not_evidence_on_a_question_of_fact(mem: Memory) -> None
 def test_a_newer_statement_that_contradicts_an_older_one_replaces_it_at_recall(
     mem: Memory,
 ) -> None:
-    # the two read as different keys ((meeting, amount) and (meeting, move)), so nothing is
-    # superseded at write; at recall the newer one's reading contradicts the older's
+    # the two read as different keys ((meeting, clock) and (team meeting, clock)), so nothing
+    # is superseded at write; at recall the newer one's reading contradicts the older's
     old = mem.add("My meeting with the design team is at 2pm on Friday.", principal=ME,
                   kind="fact", authority="user_declared")
     time.sleep(0.02)

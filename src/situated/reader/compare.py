@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from situated.reader import lexicon as lx
 from situated.reader.types import (
     ASPECT,
+    CODE,
     EXCLUSIVE,
     GOAL,
     HAS,
+    HOLDER,
     NAME,
     STATE,
     WHERE,
@@ -300,7 +302,7 @@ def checkable(f: Fact) -> bool:
         return False
     if f.number is not None:
         return True
-    if f.attribute in (HAS, WHERE, "code"):
+    if f.attribute in (HAS, WHERE, CODE, HOLDER):
         return True
     return f.attribute == STATE and bool(f.words) and f.subject not in f.words
 

@@ -59,7 +59,7 @@ ADVERBS = frozenset(
     "still now already currently normally usually always often sometimes again also just "
     "very really quite fully completely totally partly partially almost nearly mostly "
     "slightly barely only even too so rather pretty somewhat half right approximately "
-    "about roughly around exactly precisely currently presently".split()
+    "about roughly around exactly precisely currently presently anymore".split()
 )
 """Degree and time adverbs: they do not change which state a predicate names."""
 GENERIC_NOUNS = frozenset(
@@ -68,6 +68,14 @@ GENERIC_NOUNS = frozenset(
 )
 """Nouns that name an aspect of a thing ("washer status: running"): the thing is the
 subject, not the aspect."""
+MONTH_NAMES = ("january february march april may june july august september october "
+               "november december").split()
+MONTHS = {**{m: i for i, m in enumerate(MONTH_NAMES, 1)},
+          **{m[:3]: i for i, m in enumerate(MONTH_NAMES, 1) if m != "may"}, "sept": 9}
+"""Months by name and abbreviation: "August 15th" is a day of the year, not 15 of something."""
+WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday weekend "
+                     "morning afternoon evening night".split())
+"""Days and parts of a day: "this Friday", "last night" say when."""
 YES = frozenset("yes true on enabled".split())
 NO = frozenset("no none false off disabled".split())
 COMPARATIVES: dict[str, str] = {
@@ -211,6 +219,7 @@ class _Tables(msgspec.Struct):
     nouns: _Table
     verb_antonyms: _Words
     adverb_antonyms: _Words
+    verb_files: _Table
 
 
 class _Lexicon:
@@ -222,6 +231,7 @@ class _Lexicon:
         self.adjective_antonyms = data.adjective_antonyms
         self.verbs = data.verbs
         self.nouns = data.nouns
+        self.verb_files = data.verb_files
         lexical: dict[str, set[str]] = {}
         for table in (data.verb_antonyms, data.adverb_antonyms):
             for word, others in table.items():
@@ -237,6 +247,15 @@ class _Lexicon:
 @cache
 def _lexicon() -> _Lexicon:
     return _Lexicon(msgspec.msgpack.decode(_DATA_FILE.read_bytes(), type=_Tables))
+
+
+MOTION, CHANGE, STATIVE = 38, 30, 42
+"""WordNet's lexicographer files of verbs that move, change or keep their subject where it is."""
+
+
+def verb_kinds(verb: str, senses: int = 2) -> tuple[int, ...]:
+    """The lexicographer files of the verb's `senses` most frequent senses (`MOTION`, ...)."""
+    return _lexicon().verb_files.get(lemma(verb, "VERB"), ())[:senses]
 
 
 @lru_cache(maxsize=65536)

@@ -40,6 +40,7 @@ from situated.reader.tokens import Clause, Token, clauses, tokenize
 from situated.reader.types import (
     GOAL,
     HAS,
+    HOLDER,
     IS,
     NAME,
     ORDER,
@@ -93,6 +94,24 @@ def _speaker_state(toks: Sequence[Token], v: int) -> _Subject | None:
     if k >= len(toks) or (toks[k].low.endswith("ing") and lx.can_be(toks[k].low, "VERB")):
         return None
     return _Subject(toks[0].low, (), False, toks[0].start, toks[0].end)
+
+
+_GOT = frozenset({"got", "get", "gets", "gotten"})
+
+
+def _speaker_place(actor: str, verb: str, rest: Sequence[Token]) -> list[Fact]:
+    """Where the speaker is after a verb that moves or keeps its subject ("I moved to Denver
+    last month", "we live in Portland"): WordNet's class of the verb's frequent senses decides,
+    so "I talked to Sam" places nobody."""
+    if len(rest) < 2 or not (
+        (rest[0].low in ("to", "into") and {lx.MOTION, lx.CHANGE} & set(lx.verb_kinds(verb)))
+        or (rest[0].low in ("in", "at") and {lx.MOTION, lx.CHANGE, lx.STATIVE} & set(
+            lx.verb_kinds(verb, 1)))):
+        return []
+    place, _ = _noun_phrase(rest[1:])
+    if place is None or place.head in lx.PRONOUNS:
+        return []
+    return [Fact(actor, WHERE, (place.head, *place.quals), start=rest[0].start, end=place.end)]
 
 
 def _placed_in_order(rest: Sequence[Token]) -> list[Fact]:
@@ -156,6 +175,8 @@ def _clause_facts(
         imperative = True  # "you move to the kitchen": what the agent did, an action
     if subject is None or (subject.head in lx.PRONOUNS and subject.head not in _SUBJECTLESS):
         subject = label_subject or (None if imperative else carried)
+    before = [t.low for t in toks[:v] if t.low not in lx.ADVERBS]
+    actor = before[0] if len(before) == 1 and before[0] in _SPEAKERS else None  # "I moved"
     if subject is not None and subject.head in _SUBJECTLESS and speaker is None:
         imperative, subject = True, None
     negated = bool(subject and subject.negated)
@@ -165,8 +186,14 @@ def _clause_facts(
     while k < len(toks) and (
         toks[k].low in lx.COPULAS or toks[k].low in lx.AUXILIARIES or toks[k].low in lx.NEGATORS
         or toks[k].low in lx.ADVERBS or (toks[k].low in lx.LINKING and v > 0)
+        or (toks[k].low == "longer" and toks[k - 1].low in ("no", "not"))  # "no longer"
     ):
         low = toks[k].low
+        if low in _GOT and not linking and k + 1 < len(toks) and (
+                toks[k + 1].low in lx.DETERMINERS):
+            verb = "get"  # "I got a new phone number": got one, not got cold
+            k += 1
+            break
         if low in _HAVE and not linking and (k + 1 == len(toks) or not (
             (toks[k + 1].low in lx.NEGATORS and toks[k + 1].low != "no")
             or _participle(toks[k + 1]) or toks[k + 1].low in lx.LINKING
@@ -198,6 +225,8 @@ def _clause_facts(
             obj, _ = _noun_phrase(rest)
             action = " ".join([verb, *((obj.head,) if obj else ())])
             facts.extend(_placed_in_order(rest))
+            if actor is not None:
+                facts.extend(_speaker_place(actor, verb, toks[k:]))
         return facts, carried, action
     if verb in REPORTING and len(toks) - k > 1:
         said = toks[k + 1:] if toks[k].low == "that" else toks[k:]
@@ -249,6 +278,10 @@ def _clause_facts(
             if what is not None and _nounish(what.head.split()[-1]):
                 facts.append(Fact(head, IS, (what.head, *what.quals), negated=negated,
                                   qualifiers=quals, start=subject.start, end=what.end))
+                if rest[0].low == "the" and toks[0].low not in lx.DETERMINERS and (
+                        toks[0].low not in lx.PRONOUNS):  # one holder: the lead is Priya
+                    facts.append(Fact(what.head, HOLDER, (head, *quals), negated=negated,
+                                      qualifiers=what.quals, start=subject.start, end=what.end))
                 return facts, subject, None
         if rest and rest[0].low in _PARTICLES and len(rest) > 1 and rest[1].low == "of":
             rest = (rest[0], *rest[2:])  # "out of stock" -> out stock
@@ -397,8 +430,9 @@ def _fragment(
             return facts, thing, None
     phrase, extra = _noun_phrase(toks)
     facts.extend(extra)
-    if phrase is not None and (phrase.head in _NOT_STATES or phrase.head in lx.TEMPORAL):
-        phrase = None  # "First," "Then," open a clause; they are not a thing
+    if phrase is not None and (phrase.head in _NOT_STATES or phrase.head in lx.TEMPORAL or all(
+            lx.can_be(t.low, "ADV", "INTJ") and not lx.can_be(t.low, "NOUN") for t in toks)):
+        phrase = None  # "First," "Then," "Sadly," open a clause; they are not a thing
     if phrase is not None:  # a thing named on its own ("a battery" in a list) is there
         facts.append(Fact(phrase.head, HAS, (), qualifiers=phrase.quals, start=phrase.start,
                           end=phrase.end, weak=True))

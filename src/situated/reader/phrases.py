@@ -66,12 +66,17 @@ def _nounish(word: str) -> bool:
     return any(p in tags for p in _NOUNISH) or not tags
 
 
+_PERSONAL = frozenset({"i", "we", "you", "they", "he", "she"})
+
+
 def _is_verb(toks: Sequence[Token], j: int, in_pp: bool) -> bool:
     """Is toks[j] the verb of a clause whose subject comes before it?"""
     t = toks[j]
     if t.kind != "word" or not _content(t) or not lx.can_be(t.low, "VERB"):
         return False
     prev = toks[j - 1]
+    if prev.low in _PERSONAL and t.low not in _POSTPOSED:
+        return True  # "we live in Lisbon": after a subject pronoun, a verb
     if prev.low in lx.DETERMINERS or prev.low in lx.PREPOSITIONS or prev.kind in ("number",
                                                                                   "sym"):
         return False
@@ -175,6 +180,21 @@ def _find_verb(toks: Sequence[Token], verb_first: bool) -> int | None:
     return None
 
 
+_WHEN = frozenset({"today", "yesterday", "tomorrow", "tonight", "ago"})
+_RELATIVE_TIME = frozenset({"this", "last", "next", "every"})
+
+
+def _time_from(toks: Sequence[Token], i: int) -> bool:
+    """Whether a time expression starts at toks[i] ("this week", "last month", "today")."""
+    if toks[i].low in _WHEN:
+        return True
+    if toks[i].low not in _RELATIVE_TIME or i + 1 >= len(toks):
+        return False
+    nxt = toks[i + 1].low
+    found = lx.unit(nxt)
+    return (found is not None and found[0] == "time") or nxt in lx.WEEKDAYS or nxt in lx.MONTHS
+
+
 class _Subject:
     __slots__ = ("end", "head", "negated", "quals", "start")
 
@@ -208,6 +228,8 @@ def _noun_phrase(toks: Sequence[Token]) -> tuple[_Subject | None, list[Fact]]:
         if t.low in lx.PREPOSITIONS or t.low in _RELATIVE or t.low in lx.CONJUNCTIONS:
             rest = toks[i:]
             break
+        if core and _time_from(toks, i):
+            break  # "the on-call engineer this week": the week is when, not what
         if t.kind in ("word", "code") and t.low not in lx.ADVERBS:
             core.append(t)
     if not core:
@@ -318,6 +340,31 @@ def _comparator(toks: Sequence[Token], k: int) -> str:
     return op
 
 
+def _date(toks: Sequence[Token], k: int, n: int) -> tuple[int, int, int] | None:
+    """(month, tokens used after the number, index of the date's first token) when the
+    number at `k` is a day of a month named before it ("August 15th") or after it ("15th of
+    August"), or None."""
+    day = toks[k].value
+    if day is None or not 1 <= day <= 31 or day != int(day):
+        return None
+    if k > 0 and toks[k - 1].low in lx.MONTHS:
+        return lx.MONTHS[toks[k - 1].low], n, k - 1
+    j = k + 1 + n
+    if j + 1 < len(toks) and toks[j].low == "of" and toks[j + 1].low in lx.MONTHS:
+        return lx.MONTHS[toks[j + 1].low], n + 2, k
+    if j < len(toks) and toks[j].low in lx.MONTHS:
+        return lx.MONTHS[toks[j].low], n + 1, k
+    return None
+
+
+def _reaches(toks: Sequence[Token], k: int) -> bool:
+    """Whether the verb before `toks` says its subject now has the amount at `k` ("moved to
+    3pm", "rose to 95%", "was pushed back to 40"), not an amount of the verb ("rose by 5%")."""
+    before = [t.low for t in toks[:k] if t.kind != "sym"]
+    return bool(before) and before[-1] == "to" and all(
+        w in _PARTICLES or w in lx.ADVERBS for w in before[:-1])
+
+
 def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | None,
                 negated: bool, fragment: bool = False) -> tuple[list[Fact], set[int]]:
     """Every number in `toks` as a quantity: of the clause's subject, or in a fragment of
@@ -336,7 +383,11 @@ def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | Non
                 dim, factor = found
         if dim == "clock" and toks[k + 1].low.startswith("p") and value < 12:
             value += 12  # "2pm" is 14 h
-        measure = verb or AMOUNT
+        first = k
+        date = _date(toks, k, n) if dim == "number" else None
+        if date is not None:  # "August 15th", "15 August": a day of the year
+            dim, value, n, first = "date", date[0] * 100 + value, date[1], date[2]
+        measure = AMOUNT if verb is None or _reaches(toks, first) else verb
         after = k + 1 + n
         noun_after: _Subject | None = None
         if after < len(toks) and toks[after].kind == "word" and _content(toks[after]):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from situated.reader import lexicon as lx
 from situated.reader.compare import _VAGUE, OPPOSED, _best, _index, checkable, relate
-from situated.reader.types import STATE, Reading
+from situated.reader.types import STATE, WHERE, Reading
 
 SHARED_THINGS = 0.3
 """Share of the nouns a lesson names that the present must name for the lesson to be about
@@ -54,7 +54,7 @@ def contradiction(memory: Reading, now: Reading, *, same_speaker: bool = False,
     index = _index(now)
     for f in memory.facts:
         if f.weak or not (checkable(f) or (
-                same_speaker and f.subject in SPEAKERS and f.attribute == STATE)):
+                same_speaker and f.subject in SPEAKERS and f.attribute in (STATE, WHERE))):
             continue
         found = _best(f, index.about(f))
         if found is None:

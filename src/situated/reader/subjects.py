@@ -9,8 +9,9 @@ replaces the older one without the writer naming a key.
   Only "prefer" and "favourite" choose one value (a newer one replaces the older); "like",
   "love", "enjoy" may hold several, and replace only with replacement wording ("now",
   "instead", `learning.schema`).
-- A fact: the first place, code or amount its reading states about a thing ("The spare keys
-  are kept in the key box" -> (spare key, where, key box)).
+- A fact: the place, code, name or holder its reading states about a thing, else its first
+  amount, what a thing is, or a state ("The spare keys are kept in the key box" -> (spare
+  key, where, key box)).
 
 `key_of` returns None when the text gives no such key; nothing is guessed.
 """
@@ -22,7 +23,7 @@ from typing import NamedTuple
 from situated.reader import lexicon as lx
 from situated.reader.parse import read
 from situated.reader.tokens import Token, tokenize
-from situated.reader.types import AMOUNT, CODE, IS, NAME, STATE, WHERE
+from situated.reader.types import AMOUNT, CODE, HOLDER, IS, NAME, STATE, WHERE
 
 PREFERENCE_VERBS = {
     "prefer": True, "favor": True, "favour": True,
@@ -127,21 +128,30 @@ def _favourite(toks: tuple[Token, ...], at: Token) -> Key | None:
 
 
 def _fact(text: str) -> Key | None:
+    """The key of the fact the text states most definitely: a place, code, name or holder
+    first, then an amount, then what a thing is, then a state ("Leadership changed. Sam is
+    now the lead." is about who the lead is)."""
+    best: tuple[int, Key] | None = None
     for f in read(text).facts:
         if f.weak or f.subject in lx.PRONOUNS:
             continue
         entity = " ".join((*f.qualifiers[-1:], f.subject))
+        key: tuple[int, Key] | None = None
         if f.attribute in (WHERE, CODE, NAME) and f.words:
-            return Key(entity, f.attribute, " ".join(f.words), True)
-        if f.number is not None:
+            key = (0, Key(entity, f.attribute, " ".join(f.words), True))
+        elif f.attribute == HOLDER and f.words:
+            key = (0, Key(entity, "who", " ".join(f.words), True))  # "who" as IS keys it
+        elif f.number is not None:
             measure = f.attribute if f.attribute != AMOUNT else f.dimension
-            return Key(entity, measure, f.value_text(), True)
-        if f.attribute == IS and f.words:
-            # "Priya is the lead" then "Sam is now the lead": who the lead is
-            return Key(f.words[0], "who", entity, True)
-        if f.attribute == STATE and f.words:
-            return Key(entity, STATE, " ".join(f.words), True)
-    return None
+            key = (1, Key(entity, measure, f.value_text(), True))
+        elif f.attribute == IS and f.words:
+            # "Priya is a lead" / "Sam is the lead": who the lead is
+            key = (2, Key(f.words[0], "who", entity, True))
+        elif f.attribute == STATE and f.words:
+            key = (3, Key(entity, STATE, " ".join(f.words), True))
+        if key is not None and (best is None or key[0] < best[0]):
+            best = key
+    return best[1] if best is not None else None
 
 
 __all__ = ["PREFERENCE_VERBS", "Key", "key_of"]

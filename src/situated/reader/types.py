@@ -22,6 +22,8 @@ GOAL = "goal"
 """What a situation is for: "Your task is to boil water" -> task / goal / (boil, water)."""
 IS = "is"
 """What a thing is (a noun after a copula and an article): "Priya is the lead"."""
+HOLDER = "held by"
+"""Who holds a role one holder has at a time: "Priya is the lead" -> lead / held by / (priya,)."""
 NAME = "name"
 """What a thing is called: "a substance called soap", "this room is called the kitchen"."""
 ASPECT = "of:"
@@ -29,10 +31,12 @@ ASPECT = "of:"
 plane / of:surface / (cloth,); "a tree in the seedling stage": tree / of:stage)."""
 ORDER = "order"
 """Order in time: subject is the earlier event, words the later one."""
-EXCLUSIVE = frozenset({WHERE, CODE, NAME, GOAL})
+EXCLUSIVE = frozenset({WHERE, CODE, NAME, GOAL, HOLDER})
 """Attributes a thing has one value of at a time: another value now is a different situation."""
 
 
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
 _TIME_UNITS = ((31557600.0, "y"), (86400.0, "d"), (3600.0, "h"), (60.0, "min"), (1.0, "s"),
                (0.001, "ms"))
 _DATA_UNITS = ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B"))
@@ -49,6 +53,8 @@ def show_amount(number: float, dimension: str) -> str:
                      if abs(number / size - round(number / size)) < 1e-9]
             size, name = (whole or fits)[0]  # the largest unit that gives a whole number
             return f"{number / size:.4g} {name}"
+    if dimension == "date" and 100 < number < 1300:  # month * 100 + day
+        return f"{_MONTHS[int(number) // 100 - 1]} {int(number) % 100}"
     if dimension == "clock":
         return f"{int(number):02d}:{round(number % 1 * 60):02d}"
     if dimension.startswith("money:"):
@@ -131,5 +137,5 @@ class Reading(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
         return not self.facts and not self.conditions
 
 
-__all__ = ["AMOUNT", "ASPECT", "CODE", "EXCLUSIVE", "GOAL", "HAS", "IS", "NAME", "ORDER",
-           "STATE", "WHERE", "Fact", "Reading"]
+__all__ = ["AMOUNT", "ASPECT", "CODE", "EXCLUSIVE", "GOAL", "HAS", "HOLDER", "IS", "NAME",
+           "ORDER", "STATE", "WHERE", "Fact", "Reading"]

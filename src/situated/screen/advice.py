@@ -425,8 +425,14 @@ def _token_at(starts: list[int], offset: int) -> int:
     return max(lo - 1, 0)
 
 
+_COORDINATORS = frozenset({"and", "or", "then", "but"})
+"""A negation does not reach across these: "stop and check it again" checks."""
+
+
 def _clause(clause: str) -> tuple[list[str], list[str], bool]:
-    starts = [m.start() for m in _TOKEN.finditer(clause)]
+    found = list(_TOKEN.finditer(clause))
+    starts = [m.start() for m in found]
+    words = [m.group(0).lower() for m in found]
     if not starts:
         return [], [], False
     weak: list[str] = []
@@ -444,7 +450,8 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
         return next((o for a, _, o in objects if at < a <= at + _WINDOW), None)
 
     def before(at: int, marks: list[tuple[int, int, str]], reach: int = 3) -> bool:
-        return any(at - reach <= b < at for _, b, _ in marks)
+        return any(at - reach <= b < at and _COORDINATORS.isdisjoint(words[b + 1:at])
+                   for _, b, _ in marks)
 
     def polar(first: int, label: str, weakening: bool) -> None:
         """An action of this polarity at token `first`, negated or waived as found."""
@@ -486,7 +493,7 @@ def _clause(clause: str) -> tuple[list[str], list[str], bool]:
                 strong.append("retires a stale secret")
                 continue
             polar(first, label, True)
-    tokens = [m.group(0) for m in _TOKEN.finditer(clause)]
+    tokens = [m.group(0) for m in found]
     for m in _HAND_OVER.finditer(clause):
         first = _token_at(starts, m.start())
         if first not in taken:

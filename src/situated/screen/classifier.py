@@ -106,10 +106,10 @@ class InjectionModel:
         f = self.featuriser
         clipped = [f._fold(t[: self.spec.max_chars]) for t in texts]
         emb = f.embedder.embed_batch(clipped) * np.float32(self.spec.embed_scale)
-        logits = (
-            self.bias + f.hashed_scores(texts, self.hash_weights)
-            + (emb @ self.embed_weights).astype(np.float64)
-        )
+        # a row-wise sum, not a matrix product: BLAS sums in an order that depends on how
+        # many rows a batch has, and a text's score must not depend on its batch
+        embedded = (emb.astype(np.float64) * self.embed_weights.astype(np.float64)).sum(axis=1)
+        logits = self.bias + f.hashed_scores(texts, self.hash_weights) + embedded
         out: npt.NDArray[np.float64] = 1.0 / (1.0 + np.exp(-logits))
         return out
 
