@@ -273,7 +273,7 @@ def _analysis_inputs_digest() -> str:
     import inspect
 
     from situated import conditions, models, safety, textforms
-    from situated.reader import lexicon, parse, phrases, tokens, types
+    from situated.reader import lexicon, order, parse, phrases, tokens, types
     from situated.recall import analysis, briefing, compile
     from situated.recall import reading as rules
     from situated.screen import surfaces
@@ -288,7 +288,7 @@ def _analysis_inputs_digest() -> str:
         hashlib.sha256(Path(lexicon.__file__).with_name("data").joinpath(
             "lexicon.msgpack").read_bytes()).hexdigest(),
     ]
-    for fn in (analysis.analyze, analysis.Analysis, parse, phrases, tokens, lexicon, types,
+    for fn in (analysis.analyze, analysis.Analysis, parse, order, phrases, tokens, lexicon, types,
                rules.sentences, rules.names_value, rules.names_text, rules.mentions,
                rules.stems, rules.key_stems, rules.numbers_in, safety.injection_findings,
                safety.tool_mentions, safety._next_call, safety._called,
@@ -307,7 +307,7 @@ def test_stored_analyses_are_versioned_with_what_they_depend_on() -> None:
     # `analyze` computes changes, or `Analysis`'s fields change in any way (the stored form is
     # positional), bump `situated.recall.analysis.VERSION` (stored analyses of the old version
     # are then ignored and recomputed); either way, update the digest here.
-    assert (VERSION, _analysis_inputs_digest()) == (12, "5f538e293d5b320e")
+    assert (VERSION, _analysis_inputs_digest()) == (13, "5403a6c1e6567b42")
 
 
 def test_recall_records_encode_like_json_dumps() -> None:

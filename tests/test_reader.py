@@ -279,6 +279,18 @@ def test_a_sequence_of_actions_and_reported_states_is_ordered() -> None:
     assert [(c.relation, c.role) for c in other] == [(OPPOSED, "context")]
 
 
+def test_events_that_send_one_thing_to_two_places_keep_their_order() -> None:
+    then = ("First, you move the cutting to the clay pot 2. Then, you move the cutting to the "
+            "clay pot 5. After that, the lamp is on.")
+    swapped = ("First, you move the cutting to the clay pot 5. Then, you move the cutting to "
+               "the clay pot 2. After that, the lamp is on.")
+    assert read(then).events[:2] == ("move cutting to clay pot 2", "move cutting to clay pot 5")
+    lesson = read("Move the cutting to clay pot 2, then move the cutting to clay pot 5.")
+    named = [c for c in judge(lesson, read(then), read(swapped)).checks
+             if c.label == "order of events"]
+    assert [(c.relation, c.role) for c in named] == [(OPPOSED, "depends")]
+
+
 def test_a_lesson_naming_a_compound_noun_depends_on_what_that_thing_is() -> None:
     then = read("In the workshop, you see:\n\tan inclined plane with a cloth surface\n\ta table")
     now = read("In the workshop, you see:\n\tan inclined plane with a paper surface\n\ta table")

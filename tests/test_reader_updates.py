@@ -96,6 +96,9 @@ def test_a_fact_is_keyed_by_what_it_states_most_definitely() -> None:
     key = key_of("The rota changed last week. Lee is now the on-call engineer.", "fact")
     assert key is not None and (key.entity, key.attribute, key.value) == (
         "on-call engineer", "who", "lee")
+    moved = key_of("We moved to Porto in March.", "fact")
+    assert moved is not None and moved[:3] == ("user", WHERE, "porto")
+    assert key_of("I'm tired today.", "fact") is None  # a state of the user keys nothing
 
 
 ME = Principal(tenant="home", roles=set(), clearance="internal")

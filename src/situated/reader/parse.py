@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from situated.reader import lexicon as lx
+from situated.reader.order import destination, marks_a_step, order
 from situated.reader.phrases import (
     _NOT_STATES,
     _PARTICLES,
@@ -43,7 +44,6 @@ from situated.reader.types import (
     HOLDER,
     IS,
     NAME,
-    ORDER,
     STATE,
     WHERE,
     Fact,
@@ -466,7 +466,7 @@ def read(text: str) -> Reading:
     steps = 0  # "first", "then", "after that", "finally": how often the text marks a sequence
     sentence = -1
     for clause in clauses(toks):
-        steps += _marks_a_step(clause)
+        steps += marks_a_step(clause)
         if clause.sentence != sentence:
             sentence, carried = clause.sentence, None
             if last is not None and _opens_with_it(clause.tokens):
@@ -486,7 +486,7 @@ def read(text: str) -> Reading:
                           and f.attribute in (STATE, WHERE))
         if action is not None:
             actions.append((action, marker))
-            events.append(action)
+            events.append(action + destination(action, clause.tokens))
         if subject is not None and not clause.aside:
             carried = last = subject
         if action is not None and " " in action:
@@ -496,24 +496,12 @@ def read(text: str) -> Reading:
                 last = _Subject(head, (), False, clause.tokens[0].start, clause.tokens[-1].end)
     lemmas = sorted({f for t in toks if _content(t) and t.kind == "word" for f in lx.forms(t.low)}
                     | {t.low for t in toks if t.kind == "code"})
-    ordered = _order(actions)
+    ordered = order(actions)
     return Reading(
         facts=tuple(facts[:MAX_FACTS]), conditions=tuple(conditions[:MAX_FACTS]),
         lemmas=tuple(lemmas), actions=tuple(ordered[:MAX_ACTIONS]), question=_question(toks),
         events=tuple(events[:MAX_ACTIONS]) if steps >= 2 else (),
     )
-
-
-_STEPS = frozenset("first then next finally later afterwards afterward".split())
-
-
-def _marks_a_step(clause: Clause) -> bool:
-    """A clause opened by a word of sequence ("then ...", "First,", "After that,")."""
-    if clause.marker in _STEPS:
-        return True
-    words = [t.low for t in clause.tokens[:2]]
-    return bool(words) and (words[0] in _STEPS or (
-        clause.marker == "after" and words == ["that"]))
 
 
 _WH = frozenset("what when where who whom whose which how why".split())
@@ -545,31 +533,4 @@ def _negate(f: Fact) -> Fact:
                 f.qualifiers, f.start, f.end, f.weak)
 
 
-def _order(actions: list[tuple[str, str]]) -> list[str]:
-    """Actions in the order they are to happen: "after X, Y" and "Y after X" put X first;
-    "before X, Y" puts Y first."""
-    out: list[str] = []
-    pending_before: str | None = None
-    for action, marker in actions:
-        if marker in ("after", "once") and out and not pending_before:
-            out.insert(len(out) - 1, action)
-        elif marker == "before" and not out:
-            pending_before = action
-            continue
-        else:
-            out.append(action)
-        if pending_before is not None:
-            out.append(pending_before)
-            pending_before = None
-    if pending_before is not None:
-        out.append(pending_before)
-    return out
-
-
-def order_facts(reading: Reading) -> tuple[Fact, ...]:
-    """Order in time as facts: each action before the next one."""
-    acts = reading.actions
-    return tuple(Fact(acts[i], ORDER, (acts[i + 1],)) for i in range(len(acts) - 1))
-
-
-__all__ = ["order_facts", "read"]
+__all__ = ["read"]

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from situated.reader import lexicon as lx
 from situated.reader.parse import read
 from situated.reader.tokens import Token, tokenize
-from situated.reader.types import AMOUNT, CODE, HOLDER, IS, NAME, STATE, WHERE
+from situated.reader.types import AMOUNT, CODE, HOLDER, IS, NAME, STATE, WHERE, Fact
 
 PREFERENCE_VERBS = {
     "prefer": True, "favor": True, "favour": True,
@@ -33,6 +33,7 @@ PREFERENCE_VERBS = {
 """Verbs that state a preference, and whether they choose one value (True) or may hold
 several (False)."""
 _HOLDERS_UNNAMED = frozenset({"i", "we", "me", "us", "you", ""})
+_SPEAKERS = frozenset({"i", "we"})
 _SKIP = frozenset({"to", "be", "being", "get", "have", "it", "them", "that"})
 
 
@@ -131,27 +132,33 @@ def _fact(text: str) -> Key | None:
     """The key of the fact the text states most definitely: a place, code, name or holder
     first, then an amount, then what a thing is, then a state ("Leadership changed. Sam is
     now the lead." is about who the lead is)."""
-    best: tuple[int, Key] | None = None
-    for f in read(text).facts:
-        if f.weak or f.subject in lx.PRONOUNS:
-            continue
-        entity = " ".join((*f.qualifiers[-1:], f.subject))
-        key: tuple[int, Key] | None = None
-        if f.attribute in (WHERE, CODE, NAME) and f.words:
-            key = (0, Key(entity, f.attribute, " ".join(f.words), True))
-        elif f.attribute == HOLDER and f.words:
-            key = (0, Key(entity, "who", " ".join(f.words), True))  # "who" as IS keys it
-        elif f.number is not None:
-            measure = f.attribute if f.attribute != AMOUNT else f.dimension
-            key = (1, Key(entity, measure, f.value_text(), True))
-        elif f.attribute == IS and f.words:
-            # "Priya is a lead" / "Sam is the lead": who the lead is
-            key = (2, Key(f.words[0], "who", entity, True))
-        elif f.attribute == STATE and f.words:
-            key = (3, Key(entity, STATE, " ".join(f.words), True))
-        if key is not None and (best is None or key[0] < best[0]):
-            best = key
-    return best[1] if best is not None else None
+    keys = [k for k in map(_fact_key, read(text).facts) if k is not None]
+    return min(keys, key=lambda k: k[0])[1] if keys else None
+
+
+def _fact_key(f: Fact) -> tuple[int, Key] | None:
+    """(rank, key) of one fact: the lower the rank, the more definitely it keys the text."""
+    if f.weak:
+        return None
+    if f.subject in _SPEAKERS and f.attribute == WHERE and f.words:
+        # "we moved to Porto": where the user is, one place at a time (what the user is, "I'm
+        # tired" / "I'm vegetarian", is not one value of one key)
+        return 0, Key("user", WHERE, " ".join(f.words), True)
+    if f.subject in lx.PRONOUNS:
+        return None
+    entity = " ".join((*f.qualifiers[-1:], f.subject))
+    if f.attribute in (WHERE, CODE, NAME) and f.words:
+        return 0, Key(entity, f.attribute, " ".join(f.words), True)
+    if f.attribute == HOLDER and f.words:
+        return 0, Key(entity, "who", " ".join(f.words), True)  # "who", as IS keys it
+    if f.number is not None:
+        return 1, Key(entity, f.attribute if f.attribute != AMOUNT else f.dimension,
+                      f.value_text(), True)
+    if f.attribute == IS and f.words:
+        return 2, Key(f.words[0], "who", entity, True)  # "Priya is a lead": who the lead is
+    if f.attribute == STATE and f.words:
+        return 3, Key(entity, STATE, " ".join(f.words), True)
+    return None
 
 
 __all__ = ["PREFERENCE_VERBS", "Key", "key_of"]
