@@ -124,3 +124,18 @@ def test_a_move_written_as_text_replaces_the_old_address_at_recall(tmp_path: Pat
         assert [i.memory_id for i in then.items] == [old.id]
     finally:
         mem.close()
+
+
+def test_times_and_dates_are_points_not_sizes() -> None:
+    from situated.reader.compare import OTHER, SAME, judge
+
+    lesson = read("Book room B for the design review.")
+
+    def relation(then: str, now: str) -> list[str]:
+        return [c.relation for c in judge(lesson, read(then), read(now)).checks]
+
+    assert relation("The design review is at 2pm.", "The design review is at 2pm.") == [SAME]
+    # within 1.5x of each other, yet another hour and another day
+    assert relation("The design review is at 2pm.", "The design review is at 3pm.") == [OTHER]
+    assert relation("The review is on August 15th.", "The review is on September 1st.") == [
+        OTHER]

@@ -45,6 +45,10 @@ stated (96% and 97% full)."""
 FAR_RATIO = 10.0
 """Two values an order of magnitude apart or more are different situations when no threshold
 is stated; between `NEAR_RATIO` and this, a difference of unknown weight."""
+POINTS = {"clock": 0.25, "date": 0.0}
+"""Dimensions whose values are points (a time of day in hours, a date as month * 100 + day),
+not sizes: with no threshold stated, two of them are the same within this distance, else a
+difference of unknown weight (2pm and 3pm are not "within 1.5x")."""
 
 
 class Check:
@@ -250,6 +254,8 @@ def _quantity(then: Fact, now: Fact, thresholds: Sequence[float]) -> str:
     if thresholds:
         lo, hi = sorted((a, b))
         return OPPOSED if any(lo < t <= hi for t in thresholds) else SAME
+    if then.dimension in POINTS:  # a time of day or a date: how far, not how many times
+        return SAME if abs(a - b) <= POINTS[then.dimension] else OTHER
     r = _ratio(a, b)
     if r <= NEAR_RATIO:
         return SAME
