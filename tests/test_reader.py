@@ -237,6 +237,10 @@ def test_names_present_things_reads_what_an_embedding_of_a_long_scene_misses() -
     assert names_present_things(read("Look at the freezer first."), scene)
     assert not names_present_things(
         read("Robots may pass people in narrow warehouse aisles at full speed."), scene)
+    # "deal", "first" and "wait" may be nouns, but the reading has them as a verb, a step
+    # and a state: the lesson names the stove, which the scene names
+    bench = read("On the bench is: a brick, a wood block, a ruler, a stopwatch.")
+    assert names_present_things(read("Deal with the brick first; the rest can wait."), bench)
 
 
 def _facts(text: str) -> set[tuple[str, str, tuple[str, ...]]]:

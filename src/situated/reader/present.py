@@ -24,6 +24,9 @@ def named_share(lesson: Reading, now: Reading) -> float:
     present = set(now.lemmas)
     nouns = {lx.lemma(w, "NOUN") for w in lesson.lemmas
              if len(w) > 2 and w not in _VAGUE and _nounish_word(w)}
+    # less the words the reading found doing something else ("deal with the brick first":
+    # deal is the verb, first a step; the brick is what it names)
+    nouns -= _not_things(lesson)
     shared = {lx.lemma(w, "NOUN") for w in lesson.lemmas if w in present} & nouns
     return len(shared) / len(nouns) if nouns else 0.0
 
@@ -32,6 +35,12 @@ def names_present_things(lesson: Reading, now: Reading) -> bool:
     """Whether a good share (`SHARED_THINGS`) of what the lesson names the present names too
     (a word in common by chance is not enough)."""
     return named_share(lesson, now) >= SHARED_THINGS
+
+
+def _not_things(reading: Reading) -> set[str]:
+    """Words that could be nouns but that the reading read as an action's verb or a word of
+    sequence."""
+    return {lx.lemma(w, "NOUN") for w in {a.split()[0] for a in reading.actions} | lx.TEMPORAL}
 
 
 def _nounish_word(w: str) -> bool:
