@@ -289,6 +289,10 @@ def test_events_that_send_one_thing_to_two_places_keep_their_order() -> None:
     swapped = ("First, you move the cutting to the clay pot 5. Then, you move the cutting to "
                "the clay pot 2. After that, the lamp is on.")
     assert read(then).events[:2] == ("move cutting to clay pot 2", "move cutting to clay pot 5")
+    # the object as told: the action keeps its head ("pick wire"), the event its words
+    wires = read("First, you pick up the black wire. Then, you pick up the orange wire.")
+    assert wires.actions == ("pick wire", "pick wire")
+    assert wires.events == ("pick black wire", "pick orange wire")
     lesson = read("Move the cutting to clay pot 2, then move the cutting to clay pot 5.")
     named = [c for c in judge(lesson, read(then), read(swapped)).checks
              if c.label == "order of events"]

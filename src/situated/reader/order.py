@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from situated.reader import lexicon as lx
+from situated.reader.phrases import _PARTICLES
 from situated.reader.tokens import Clause, Token
 from situated.reader.types import ORDER, Fact, Reading
 
@@ -31,6 +32,23 @@ def destination(action: str, toks: Sequence[Token]) -> str:
         return ""
     return f" {toks[at].low} {' '.join(words)}"
 
+
+def event(action: str, toks: Sequence[Token]) -> str:
+    """`action` (read from the clause `toks`) as a told event: its verb, the words of its
+    object as told ("move black wire", where the action keeps the head: "move wire") and its
+    `destination`."""
+    verb, *_ = action.split()
+    at = next((i for i, t in enumerate(toks) if t.kind == "word" and lx.lemma(
+        t.low, "VERB") == verb), None)
+    words: list[str] = []
+    for t in toks[at + 1:] if at is not None else ():
+        if t.kind == "punct" or t.low in lx.PREPOSITIONS or t.low in lx.CONJUNCTIONS or (
+                t.low in lx.PRONOUNS):
+            break
+        if t.low not in lx.DETERMINERS and t.low not in _PARTICLES and len(words) < 4:
+            words.append(t.low)
+    told = " ".join([verb, *words]) if words and words[-1] == action.split()[-1] else action
+    return told + destination(action, toks)
 
 _STEPS = frozenset("first then next finally later afterwards afterward".split())
 
@@ -71,4 +89,4 @@ def order_facts(reading: Reading) -> tuple[Fact, ...]:
     return tuple(Fact(acts[i], ORDER, (acts[i + 1],)) for i in range(len(acts) - 1))
 
 
-__all__ = ["destination", "marks_a_step", "order", "order_facts"]
+__all__ = ["destination", "event", "marks_a_step", "order", "order_facts"]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from situated.reader import lexicon as lx
-from situated.reader.order import destination, marks_a_step, order
+from situated.reader.order import event, marks_a_step, order
 from situated.reader.phrases import (
     _NOT_STATES,
     _PARTICLES,
@@ -486,7 +486,7 @@ def read(text: str) -> Reading:
                           and f.attribute in (STATE, WHERE))
         if action is not None:
             actions.append((action, marker))
-            events.append(action + destination(action, clause.tokens))
+            events.append(event(action, clause.tokens))
         if subject is not None and not clause.aside:
             carried = last = subject
         if action is not None and " " in action:
