@@ -46,6 +46,10 @@ def test_a_verb_to_an_amount_gives_the_subjects_new_amount() -> None:
     by = about("Queue depth rose by 40.", "depth")  # a change, not the new value
     assert [(f.attribute, f.number) for f in by] == [("rise", 40.0)]
     assert "09:00" in replaces("The standup is at 9am.", "The standup moved to 10am.")
+    # a verb's object to a date: the object's new date, not the subject's
+    (pushed,) = about("Leadership agreed to push the launch to April 1.", "launch")
+    assert (pushed.attribute, pushed.value_text()) == (AMOUNT, "April 1")
+    assert not about("The team sent the report to 5 customers.", "report")  # a count
 
 
 @pytest.mark.parametrize("text", [

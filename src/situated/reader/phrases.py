@@ -412,13 +412,15 @@ def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | Non
             owner = _Subject(noun, (subject.head,) if subject else (), False,
                              toks[k - 2].start, toks[k - 2].end)
             measure = AMOUNT
-        elif not fragment and k >= 2 and toks[k - 1].low in ("with", "at") and (
-            toks[k - 2].kind == "code" or _nounish(toks[k - 2].low)
-        ) and subject is not None and toks[k - 2].low != subject.head:
-            # "the dashboard shows checkout-api with 6 replicas": checkout-api's replicas
-            noun = toks[k - 2].low if toks[k - 2].kind == "code" else _noun_lemma(
-                toks[k - 2].low)
-            owner = _Subject(noun, (), False, toks[k - 2].start, toks[k - 2].end)
+        elif not fragment and first >= 2 and (toks[first - 1].low in ("with", "at") or (
+            toks[first - 1].low == "to" and not dim.startswith("count:"))) and (
+            toks[first - 2].kind == "code" or _nounish(toks[first - 2].low)
+        ) and subject is not None and toks[first - 2].low != subject.head:
+            # "the dashboard shows checkout-api with 6 replicas": checkout-api's replicas;
+            # "agreed to push the deadline to April 1": the deadline's new date
+            noun = toks[first - 2].low if toks[first - 2].kind == "code" else _noun_lemma(
+                toks[first - 2].low)
+            owner = _Subject(noun, (), False, toks[first - 2].start, toks[first - 2].end)
             measure = AMOUNT
         elif fragment:
             owner = noun_after if noun_after is not None and (
