@@ -91,6 +91,11 @@ def test_the_role_one_person_holds() -> None:
     assert replaces("Dana is an engineer.", "Lee is an engineer.") == ""
 
 
+def test_a_word_of_sequence_after_a_noun_says_when() -> None:
+    assert read("Deal with the water first; the rest can wait.").actions == ("deal water",)
+    assert read("Open the first door.").actions == ("open door",)
+
+
 def test_an_opening_adverb_is_not_a_thing() -> None:
     assert facts("Sadly, the old printer died.") == [("printer", STATE, "died", False)]
     assert not about("Honestly, it works.", "honestly")

@@ -182,11 +182,15 @@ def _find_verb(toks: Sequence[Token], verb_first: bool) -> int | None:
 
 _WHEN = frozenset({"today", "yesterday", "tomorrow", "tonight", "ago"})
 _RELATIVE_TIME = frozenset({"this", "last", "next", "every"})
+_AFTER_HEAD = frozenset({"first", "then", "later", "again", "afterwards", "afterward"})
+"""Words of sequence after a noun say when ("deal with the water first"); before one they
+modify it ("the first door")."""
 
 
 def _time_from(toks: Sequence[Token], i: int) -> bool:
-    """Whether a time expression starts at toks[i] ("this week", "last month", "today")."""
-    if toks[i].low in _WHEN:
+    """Whether a time expression starts at toks[i] ("this week", "last month", "today",
+    "first" after a noun)."""
+    if toks[i].low in _WHEN or toks[i].low in _AFTER_HEAD:
         return True
     if toks[i].low not in _RELATIVE_TIME or i + 1 >= len(toks):
         return False
