@@ -129,29 +129,29 @@ def test_an_oversized_head_is_refused_early_and_memory_stays_flat(server: Runnin
 def test_slow_and_idle_connections_are_closed_within_their_timeouts(server: Running) -> None:
     limits = DoorLimits()
     silent, half, body = server.connect(), server.connect(), server.connect()
+    idle = server.connect()  # a keep-alive connection left idle after its answer
     half.sendall(b"GET /v1/stats HTTP/1.1\r\nHost: x\r\n")
     body.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                  b"Content-Length: 1000\r\n\r\n{")
+    idle.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
     results: dict[str, tuple[float, bytes]] = {}
 
     def watch(name: str, sock: socket.socket, bound: float) -> None:
         with sock:
             results[name] = closed_within(sock, bound)
 
-    threads = [threading.Thread(target=watch, args=a) for a in (
+    threads = [threading.Thread(target=watch, args=a) for a in (  # all at once: one wait
         ("silent", silent, limits.head_timeout + 5), ("half", half, limits.head_timeout + 5),
-        ("body", body, limits.body_timeout + 5))]
+        ("body", body, limits.body_timeout + 5), ("idle", idle, limits.keep_alive + 5))]
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
-    assert set(results) == {"silent", "half", "body"}, results
+    assert set(results) == {"silent", "half", "body", "idle"}, results
     assert results["silent"][1] == b""
     assert results["half"][1].startswith(b"HTTP/1.1 408")
     assert results["body"][1].startswith(b"HTTP/1.1 408")
-    with server.connect() as idle:  # a keep-alive connection left idle is closed too
-        idle.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
-        waited, answer = closed_within(idle, limits.keep_alive + 5)
+    waited, answer = results["idle"]
     assert answer.startswith(b"HTTP/1.1 200") and waited < limits.keep_alive + 3
 
 
