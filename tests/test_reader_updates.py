@@ -50,6 +50,8 @@ def test_a_verb_to_an_amount_gives_the_subjects_new_amount() -> None:
     (pushed,) = about("Leadership agreed to push the launch to April 1.", "launch")
     assert (pushed.attribute, pushed.value_text()) == (AMOUNT, "April 1")
     assert not about("The team sent the report to 5 customers.", "report")  # a count
+    assert "October 3" in replaces("The launch is on October 3rd.",
+                                   "The launch was pushed back to October 10th.")
 
 
 @pytest.mark.parametrize("text", [

@@ -419,7 +419,8 @@ def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | Non
         elif not fragment and first >= 2 and (toks[first - 1].low in ("with", "at") or (
             toks[first - 1].low == "to" and not dim.startswith("count:"))) and (
             toks[first - 2].kind == "code" or _nounish(toks[first - 2].low)
-        ) and subject is not None and toks[first - 2].low != subject.head:
+        ) and subject is not None and toks[first - 2].low != subject.head and (
+            toks[first - 2].low not in _PARTICLES):  # "pushed back to": back is no thing
             # "the dashboard shows checkout-api with 6 replicas": checkout-api's replicas;
             # "agreed to push the deadline to April 1": the deadline's new date
             noun = toks[first - 2].low if toks[first - 2].kind == "code" else _noun_lemma(

@@ -8,7 +8,7 @@ Both use `compare`'s matching of facts (same subject, same key) and its relation
 from __future__ import annotations
 
 from situated.reader import lexicon as lx
-from situated.reader.compare import _VAGUE, OPPOSED, _best, _index, checkable, relate
+from situated.reader.compare import _VAGUE, OPPOSED, POINTS, _best, _index, checkable, relate
 from situated.reader.types import STATE, WHERE, Reading
 
 SHARED_THINGS = 0.3
@@ -69,9 +69,9 @@ def contradiction(memory: Reading, now: Reading, *, same_speaker: bool = False,
         if found is None:
             continue
         if f.number is not None and found.number is not None:
-            if f.op == "==" and found.op == "==" and abs(f.number - found.number) > 0.01 * max(
-                abs(f.number), abs(found.number)
-            ):
+            # rounding aside (a point in time or a date: exactly)
+            near = POINTS.get(f.dimension, 0.01 * max(abs(f.number), abs(found.number)))
+            if f.op == "==" and found.op == "==" and abs(f.number - found.number) > near:
                 return (f"memory says {f.label()} {f.value_text()}, {other} says "
                         f"{found.value_text()}")
             continue

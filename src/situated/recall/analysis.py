@@ -34,7 +34,7 @@ from situated.safety import injection_findings, tool_mentions
 from situated.screen import surfaces
 from situated.screen.classifier import clear_screen_cache, load_model
 
-VERSION = 16
+VERSION = 17
 """Bump when `analyze` would read a text differently, and on any change to `Analysis`'s fields
 (order, type, addition: the stored form is positional). Stored analyses of another version are
 ignored, and recomputed when a store is opened."""
