@@ -364,9 +364,15 @@ def _date(toks: Sequence[Token], k: int, n: int) -> tuple[int, int, int] | None:
 def _reaches(toks: Sequence[Token], k: int) -> bool:
     """Whether the verb before `toks` says its subject now has the amount at `k` ("moved to
     3pm", "rose to 95%", "was pushed back to 40"), not an amount of the verb ("rose by 5%")."""
-    before = [t.low for t in toks[:k] if t.kind != "sym"]
-    return bool(before) and before[-1] == "to" and all(
-        w in _PARTICLES or w in lx.ADVERBS for w in before[:-1])
+    j = k - 1
+    while j >= 0 and toks[j].kind == "sym":  # "rose to $40"
+        j -= 1
+    if j < 0 or toks[j].low != "to":
+        return False
+    j -= 1  # back to the verb: only particles and adverbs between ("pushed back to")
+    while j >= 0 and (toks[j].low in _PARTICLES or toks[j].low in lx.ADVERBS):
+        j -= 1
+    return j < 0
 
 
 def _quantities(toks: Sequence[Token], subject: _Subject | None, verb: str | None,
