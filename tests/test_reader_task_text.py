@@ -6,8 +6,8 @@ their words is in the reader's lexicon as vocabulary)."""
 from __future__ import annotations
 
 from situated.reader import read
-from situated.reader.compare import OPPOSED, judge
 from situated.reader.types import GOAL, WHERE
+from test_reader import differs
 
 
 def _about(text: str, attribute: str) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
@@ -27,10 +27,10 @@ def test_a_plan_for_the_goal_of_another_thing_is_another_situation() -> None:
                 "the visitor centre.")
     other = read("Your job is to photograph the 3 nesting sites of the egret. You are at "
                  "the visitor centre.")
-    differs = judge(lesson, then, other).of("depends", relation=OPPOSED)
-    assert [(c.then, c.now) for c in differs] == [
+    differences = differs(lesson, then, other)
+    assert [(c.then, c.now) for c in differences] == [
         ("photograph nest site heron", "photograph nest site egret")]
-    assert not judge(lesson, then, then).of("depends", relation=OPPOSED)
+    assert not differs(lesson, then, then)
 
 
 def test_around_places_a_thing() -> None:
@@ -54,5 +54,5 @@ def test_a_plan_for_a_destination_elsewhere_is_another_situation() -> None:
                 "lobby. You are at the loading dock.")
     elsewhere = read("Your job is to deliver a parcel. Then, put it in the green locker in "
                      "the basement. You are at the loading dock.")
-    assert judge(lesson, then, elsewhere).of("depends", relation=OPPOSED)
-    assert not judge(lesson, then, then).of("depends", relation=OPPOSED)
+    assert differs(lesson, then, elsewhere)
+    assert not differs(lesson, then, then)

@@ -8,16 +8,16 @@ preference benchmark's (`benchmarks/preference_update.py`).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from situated import Memory, Principal, State
+from situated import Memory, State
 from situated.reader import Fact, read
 from situated.reader.present import contradiction
 from situated.reader.subjects import key_of
 from situated.reader.types import AMOUNT, CODE, HOLDER, STATE, WHERE
+from test_text_supersession import ME, older_then_newer
 
 
 def facts(text: str) -> list[tuple[str, str, str, bool]]:
@@ -112,19 +112,11 @@ def test_a_fact_is_keyed_by_what_it_states_most_definitely() -> None:
     assert key_of("I'm tired today.", "fact") is None  # a state of the user keys nothing
 
 
-ME = Principal(tenant="home", roles=set(), clearance="internal")
-
-
 def test_a_move_written_as_text_replaces_the_old_address_at_recall(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "m.db")
     try:
-        old = mem.add("We live in Lisbon, near the river.", principal=ME, kind="note",
-                      authority="user_declared")
-        time.sleep(0.02)
-        between = time.time()
-        time.sleep(0.02)
-        new = mem.add("Big news: we moved to Porto in March.", principal=ME, kind="note",
-                      authority="user_declared")
+        old, between, new = older_then_newer(mem, "We live in Lisbon, near the river.",
+                                             "Big news: we moved to Porto in March.", "note")
         question = State("Which city do we live in now, Lisbon or Porto?")
         now = mem.recall(question, principal=ME)
         assert new.id in [i.memory_id for i in now.items]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from situated import Memory, Principal, State
+from situated import Memory, MemoryRecord, Principal, State
 from situated.errors import InvalidInput
 from situated.models import LifecycleState
 from situated.reader.subjects import key_of
@@ -22,6 +22,16 @@ def mem(tmp_path: Path) -> Memory:
     m = Memory(tmp_path / "prefs.db")
     yield m
     m.close()
+
+
+def older_then_newer(mem: Memory, older: str, newer: str, kind: str
+                     ) -> tuple[MemoryRecord, float, MemoryRecord]:
+    """Two statements of one user, and a time between them (`as_of` before the newer)."""
+    old = mem.add(older, principal=ME, kind=kind, authority="user_declared")
+    time.sleep(0.02)
+    between = time.time()
+    time.sleep(0.02)
+    return old, between, mem.add(newer, principal=ME, kind=kind, authority="user_declared")
 
 
 def test_what_a_preference_is_about() -> None:
@@ -37,13 +47,8 @@ def test_what_a_preference_is_about() -> None:
 
 
 def test_a_newer_preference_replaces_the_older_and_the_past_keeps_it(mem: Memory) -> None:
-    old = mem.add("I prefer window seats.", principal=ME, kind="preference",
-                  authority="user_declared")
-    time.sleep(0.02)
-    between = time.time()
-    time.sleep(0.02)
-    new = mem.add("I now prefer aisle seats.", principal=ME, kind="preference",
-                  authority="user_declared")
+    old, between, new = older_then_newer(mem, "I prefer window seats.",
+                                         "I now prefer aisle seats.", "preference")
     assert mem.inspect(old.id, principal=ME).state is LifecycleState.INVALIDATED
     now = mem.recall(State("Which seats does the user prefer on flights?"), principal=ME)
     assert [i.memory_id for i in now.items] == [new.id]
@@ -88,13 +93,9 @@ def test_a_newer_statement_that_contradicts_an_older_one_replaces_it_at_recall(
 ) -> None:
     # the two read as different keys ((meeting, clock) and (team meeting, clock)), so nothing
     # is superseded at write; at recall the newer one's reading contradicts the older's
-    old = mem.add("My meeting with the design team is at 2pm on Friday.", principal=ME,
-                  kind="fact", authority="user_declared")
-    time.sleep(0.02)
-    between = time.time()
-    time.sleep(0.02)
-    new = mem.add("Correction: the design team meeting moved to 3pm on Friday.", principal=ME,
-                  kind="fact", authority="user_declared")
+    old, between, new = older_then_newer(
+        mem, "My meeting with the design team is at 2pm on Friday.",
+        "Correction: the design team meeting moved to 3pm on Friday.", "fact")
     assert mem.inspect(old.id, principal=ME).state is LifecycleState.ACTIVE  # nothing deleted
     question = State("What time is my meeting with the design team on Friday?")
     now = mem.recall(question, principal=ME)

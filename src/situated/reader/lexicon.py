@@ -51,6 +51,8 @@ SUBORDINATORS = frozenset(
 CONDITIONAL = frozenset("if when whenever while unless once provided only".split())
 """Words that open a clause stating where a lesson applies."""
 TEMPORAL = frozenset("before after until till then first finally next later".split())
+SPEAKERS = frozenset({"i", "we"})
+"""First-person subjects: the same person in two statements of one author."""
 PRONOUNS = frozenset(
     "i you he she it we they me him us them this that there here what which who whom whose "
     "something anything everything someone anyone everyone one".split()

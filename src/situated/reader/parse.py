@@ -72,9 +72,6 @@ REPORTING = frozenset(
 """Verbs whose object is a clause of its own ("the customer says they were charged twice")."""
 
 
-_SPEAKERS = frozenset({"i", "we"})
-
-
 def _opens_with_it(toks: Sequence[Token]) -> bool:
     """A sentence about the thing the previous one named: "It is ...", "It's ...", "It has"."""
     return len(toks) > 1 and toks[0].low == "it" and (
@@ -86,7 +83,7 @@ def _speaker_state(toks: Sequence[Token], v: int) -> _Subject | None:
     vegetarian", "we are out of milk", "I am no longer in Denver"): a first-person pronoun
     and a copula. What the speaker does or is doing ("I moved", "I'm reading Dune") stays an
     action."""
-    if v != 1 or toks[0].low not in _SPEAKERS or toks[1].low not in lx.COPULAS:
+    if v != 1 or toks[0].low not in lx.SPEAKERS or toks[1].low not in lx.COPULAS:
         return None
     k = 2
     while k < len(toks) and (toks[k].low in lx.NEGATORS or toks[k].low in lx.ADVERBS):
@@ -176,7 +173,7 @@ def _clause_facts(
     if subject is None or (subject.head in lx.PRONOUNS and subject.head not in _SUBJECTLESS):
         subject = label_subject or (None if imperative else carried)
     before = [t.low for t in toks[:v] if t.low not in lx.ADVERBS]
-    actor = before[0] if len(before) == 1 and before[0] in _SPEAKERS else None  # "I moved"
+    actor = before[0] if len(before) == 1 and before[0] in lx.SPEAKERS else None  # "I moved"
     if subject is not None and subject.head in _SUBJECTLESS and speaker is None:
         imperative, subject = True, None
     negated = bool(subject and subject.negated)

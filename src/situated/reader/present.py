@@ -48,10 +48,6 @@ def _nounish_word(w: str) -> bool:
     return "NOUN" in tags or not tags
 
 
-SPEAKERS = frozenset({"i", "we"})
-"""First-person subjects: the same person in two statements of one author."""
-
-
 def contradiction(memory: Reading, now: Reading, *, same_speaker: bool = False,
                   other: str = "the present") -> str:
     """What the present states against a memory that asserts facts (a fact or a note), as a
@@ -63,7 +59,7 @@ def contradiction(memory: Reading, now: Reading, *, same_speaker: bool = False,
     index = _index(now)
     for f in memory.facts:
         if f.weak or not (checkable(f) or (
-                same_speaker and f.subject in SPEAKERS and f.attribute in (STATE, WHERE))):
+                same_speaker and f.subject in lx.SPEAKERS and f.attribute in (STATE, WHERE))):
             continue
         found = _best(f, index.about(f))
         if found is None:
@@ -81,4 +77,4 @@ def contradiction(memory: Reading, now: Reading, *, same_speaker: bool = False,
     return ""
 
 
-__all__ = ["SHARED_THINGS", "SPEAKERS", "contradiction", "named_share", "names_present_things"]
+__all__ = ["SHARED_THINGS", "contradiction", "named_share", "names_present_things"]

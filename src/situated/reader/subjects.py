@@ -33,7 +33,6 @@ PREFERENCE_VERBS = {
 """Verbs that state a preference, and whether they choose one value (True) or may hold
 several (False)."""
 _HOLDERS_UNNAMED = frozenset({"i", "we", "me", "us", "you", ""})
-_SPEAKERS = frozenset({"i", "we"})
 _SKIP = frozenset({"to", "be", "being", "get", "have", "it", "them", "that"})
 
 
@@ -140,7 +139,7 @@ def _fact_key(f: Fact) -> tuple[int, Key] | None:
     """(rank, key) of one fact: the lower the rank, the more definitely it keys the text."""
     if f.weak:
         return None
-    if f.subject in _SPEAKERS and f.attribute == WHERE and f.words:
+    if f.subject in lx.SPEAKERS and f.attribute == WHERE and f.words:
         # "we moved to Porto": where the user is, one place at a time (what the user is, "I'm
         # tired" / "I'm vegetarian", is not one value of one key)
         return 0, Key("user", WHERE, " ".join(f.words), True)
