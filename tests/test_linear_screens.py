@@ -41,8 +41,10 @@ GROWTH = 24.0
 """How many times its time on an eighth of the text a screen may take at the limit."""
 FLOOR = 0.05
 """Below this (CPU seconds at the limit) growth is not judged: timer noise dominates."""
-WRITE_BOUND = 1.0
-"""CPU seconds a whole `Memory.add` may take with content, state and action at the limit."""
+WRITE_BOUND = 2.0
+"""CPU seconds a whole `Memory.add` may take with content, state and action at the limit (about
+0.3 s here; one CI run on this shared machine measured 1.01 s for the same write; the cubic
+pattern this guards against took minutes)."""
 BUDGET = 120.0
 """Seconds a child may run before it is killed and the screen failed."""
 
